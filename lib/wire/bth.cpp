@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "wire/bth.hpp"
+
+namespace omrc::wire {
+
+const char* opcode_name(Opcode op) noexcept {
+    switch (op) {
+        case Opcode::write_first: return "WRITE_FIRST";
+        case Opcode::write_middle: return "WRITE_MIDDLE";
+        case Opcode::write_last: return "WRITE_LAST";
+        case Opcode::write_last_imm: return "WRITE_LAST_WITH_IMM";
+        case Opcode::write_only: return "WRITE_ONLY";
+        case Opcode::write_only_imm: return "WRITE_ONLY_WITH_IMM";
+        case Opcode::ack: return "ACK";
+        case Opcode::ep_request: return "EP_REQUEST";
+        case Opcode::ep_response: return "EP_RESPONSE";
+        case Opcode::sack: return "SACK";
+        case Opcode::nack: return "NACK";
+        case Opcode::probe: return "PROBE";
+    }
+    return "UNKNOWN";
+}
+
+}  // namespace omrc::wire

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "wire/frame.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "wire/ev.hpp"
+
+namespace omrc::wire {
+
+std::size_t ext_header_size(Opcode op, bool ts) noexcept {
+    switch (op) {
+        case Opcode::write_first:
+        case Opcode::write_middle:
+        case Opcode::write_last:
+        case Opcode::write_only:
+            return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + RethHdr::kSize;
+        case Opcode::write_last_imm:
+        case Opcode::write_only_imm:
+            return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + RethHdr::kSize + ImmDtHdr::kSize;
+        case Opcode::ack: return AethHdr::kSize;
+        case Opcode::sack: return SethHdr::kSize + CcStateHdr::kSize;
+        case Opcode::nack: return NethHdr::kSize;
+        case Opcode::probe: return PethHdr::kSize;
+        case Opcode::ep_request:
+        case Opcode::ep_response: return ErthHdr::kSize;
+    }
+    return 0;
+}
+
+namespace {
+
+std::size_t l3_size(const FrameSpec& s) noexcept {
+    std::size_t n = Ipv6Hdr::kSize;
+    if (s.mode == FrameMode::srv6) n += Ipv6Hdr::kSize + (s.has_srh ? s.srh.wire_size() : 0);
+    return n;
+}
+
+/// Offset of the IPv6 header that precedes UDP.
+std::size_t ip_offset_of(const FrameSpec& s) noexcept { return EthHdr::kSize + l3_size(s) - Ipv6Hdr::kSize; }
+
+WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
+    const Opcode op = s.bth.opcode;
+    std::size_t off = 0;
+    auto put = [&](const auto& h) {
+        const WireError e = h.encode(out.subspan(off));
+        off += std::remove_cvref_t<decltype(h)>::kSize;
+        return e;
+    };
+    WireError e = WireError::ok;
+    if (is_data_opcode(op)) {
+        if ((e = put(s.meth)) != WireError::ok) return e;
+        if (s.bth.ts && (e = put(s.tseth)) != WireError::ok) return e;
+        if ((e = put(s.reth)) != WireError::ok) return e;
+        if (carries_imm(op)) e = put(s.imm);
+        return e;
+    }
+    switch (op) {
+        case Opcode::ack: return put(s.aeth);
+        case Opcode::sack:
+            if ((e = put(s.seth)) != WireError::ok) return e;
+            return put(s.cc);
+        case Opcode::nack: return put(s.neth);
+        case Opcode::probe: return put(s.peth);
+        case Opcode::ep_request:
+        case Opcode::ep_response: return put(s.erth);
+        default: return WireError::bad_field;
+    }
+}
+
+}  // namespace
+
+std::size_t header_size(const FrameSpec& spec) noexcept {
+    return EthHdr::kSize + l3_size(spec) + UdpHdr::kSize + BthHdr::kSize +
+           ext_header_size(spec.bth.opcode, spec.bth.ts);
+}
+
+WireError build_headers(std::span<std::uint8_t> out, const FrameSpec& spec, std::size_t payload_len,
+                        std::size_t& hdr_len) noexcept {
+    if (!is_known_opcode(static_cast<std::uint8_t>(spec.bth.opcode))) return WireError::unknown_opcode;
+    if (!is_data_opcode(spec.bth.opcode) && payload_len != 0) return WireError::bad_field;
+    hdr_len = header_size(spec);
+    if (out.size() < hdr_len) return WireError::buffer_too_small;
+    const std::size_t pad = (4 - payload_len % 4) % 4;
+    const std::size_t udp_len =
+        UdpHdr::kSize + BthHdr::kSize + ext_header_size(spec.bth.opcode, spec.bth.ts) + payload_len + pad + kIcrcSize;
+    if (udp_len > 0xFFFF) return WireError::bad_field;
+    std::size_t off = 0;
+    WireError e = spec.eth.encode(out);
+    if (e != WireError::ok) return e;
+    off += EthHdr::kSize;
+    if (spec.mode == FrameMode::srv6) {
+        Ipv6Hdr outer = spec.outer;
+        const std::size_t srh_len = spec.has_srh ? spec.srh.wire_size() : 0;
+        outer.next_header = spec.has_srh ? kNextHeaderRouting : kNextHeaderIpv6;
+        outer.payload_len = static_cast<std::uint16_t>(srh_len + Ipv6Hdr::kSize + udp_len);
+        if ((e = outer.encode(out.subspan(off))) != WireError::ok) return e;
+        off += Ipv6Hdr::kSize;
+        if (spec.has_srh) {
+            SrhHdr srh = spec.srh;
+            srh.next_header = kNextHeaderIpv6;
+            if ((e = srh.encode(out.subspan(off))) != WireError::ok) return e;
+            off += srh_len;
+        }
+    }
+    Ipv6Hdr ip = spec.ip;
+    ip.next_header = kNextHeaderUdp;
+    ip.payload_len = static_cast<std::uint16_t>(udp_len);
+    ip.flow_label = ev_to_flow_label(spec.ev);
+    if ((e = ip.encode(out.subspan(off))) != WireError::ok) return e;
+    off += Ipv6Hdr::kSize;
+    UdpHdr udp{};
+    udp.src_port = ev_to_udp_sport(spec.ev);
+    udp.length = static_cast<std::uint16_t>(udp_len);
+    if ((e = udp.encode(out.subspan(off))) != WireError::ok) return e;
+    off += UdpHdr::kSize;
+    BthHdr bth = spec.bth;
+    bth.pad_count = static_cast<std::uint8_t>(pad);
+    if ((e = bth.encode(out.subspan(off))) != WireError::ok) return e;
+    off += BthHdr::kSize;
+    return encode_ext(out.subspan(off, hdr_len - off), spec);
+}
+
+std::uint32_t frame_icrc(std::span<const std::uint8_t> headers, FrameMode mode,
+                         std::span<const std::uint8_t> payload_and_pad) noexcept {
+    // The IPv6 header before UDP sits right after any outer header/SRH; find it
+    // from the outer header's own fields (the builder wrote them).
+    std::size_t ip_off = EthHdr::kSize;
+    if (mode == FrameMode::srv6) {
+        if (headers.size() < EthHdr::kSize + Ipv6Hdr::kSize) return 0;
+        ip_off += Ipv6Hdr::kSize;
+        if (headers[EthHdr::kSize + 6] == kNextHeaderRouting) {
+            if (headers.size() < ip_off + 2) return 0;
+            ip_off += SrhHdr::kFixedSize + 8u * headers[ip_off + 1];
+        }
+    }
+    if (headers.size() < ip_off) return 0;
+    return icrc_compute(headers.subspan(ip_off), payload_and_pad);
+}
+
+WireError build_frame(std::span<std::uint8_t> out, const FrameSpec& spec,
+                      std::span<const std::uint8_t> payload, std::size_t& frame_len) noexcept {
+    std::size_t hdr_len = 0;
+    WireError e = build_headers(out, spec, payload.size(), hdr_len);
+    if (e != WireError::ok) return e;
+    const std::size_t pad = (4 - payload.size() % 4) % 4;
+    frame_len = hdr_len + payload.size() + pad + kIcrcSize;
+    if (out.size() < frame_len) return WireError::buffer_too_small;
+    if (!payload.empty()) std::memcpy(out.data() + hdr_len, payload.data(), payload.size());
+    std::fill_n(out.data() + hdr_len + payload.size(), pad, std::uint8_t{0});
+    const std::size_t ip_off = ip_offset_of(spec);
+    const std::uint32_t crc = icrc_compute(out.subspan(ip_off, frame_len - kIcrcSize - ip_off));
+    store_le32(out.data() + frame_len - kIcrcSize, crc);
+    return WireError::ok;
+}
+
+WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& opts,
+                      ParsedFrame& out) noexcept {
+    out = ParsedFrame{};
+    WireError e = EthHdr::decode(frame, out.eth);
+    if (e != WireError::ok) return e;
+    if (out.eth.ethertype != kEthertypeIpv6) return WireError::not_ipv6;
+    std::size_t off = EthHdr::kSize;
+
+    Ipv6Hdr first{};
+    if ((e = Ipv6Hdr::decode(frame.subspan(off), first)) != WireError::ok) return e;
+    off += Ipv6Hdr::kSize;
+    // End of the IPv6 packet as claimed; a frame may be longer (Ethernet pad)
+    // or shorter (trimmed, truncated).
+    const std::size_t claimed_end = off + first.payload_len;
+    const bool short_frame = frame.size() < claimed_end;
+    const std::size_t end = std::min(claimed_end, frame.size());
+    const auto avail = [&](std::size_t from) { return frame.subspan(from, end > from ? end - from : 0); };
+
+    std::uint8_t marked_tc = first.traffic_class;
+    std::size_t ip_start = EthHdr::kSize;
+    if (first.next_header == kNextHeaderUdp) {
+        out.mode = FrameMode::plain;
+        out.ip = first;
+    } else if (first.next_header == kNextHeaderIpv6 || first.next_header == kNextHeaderRouting) {
+        out.mode = FrameMode::srv6;
+        out.outer = first;
+        if (first.next_header == kNextHeaderRouting) {
+            std::size_t used = 0;
+            if ((e = SrhHdr::decode(avail(off), out.srh, used)) != WireError::ok) return e;
+            if (out.srh.next_header != kNextHeaderIpv6) return WireError::unsupported_next_header;
+            out.has_srh = true;
+            off += used;
+        }
+        ip_start = off;
+        if ((e = Ipv6Hdr::decode(avail(off), out.ip)) != WireError::ok) return e;
+        if (out.ip.next_header != kNextHeaderUdp) return WireError::unsupported_next_header;
+        // The inner packet must end exactly where the outer one does.
+        if (off + Ipv6Hdr::kSize + out.ip.payload_len != claimed_end) return WireError::bad_ip_payload_len;
+    } else {
+        return WireError::unsupported_next_header;
+    }
+    out.ip_offset = static_cast<std::uint16_t>(ip_start);
+    off = ip_start + Ipv6Hdr::kSize;
+
+    if ((e = UdpHdr::decode(avail(off), out.udp)) != WireError::ok) return e;
+    if (out.udp.dst_port != kRoceUdpPort) return WireError::not_roce_port;
+    if (out.udp.length != out.ip.payload_len) return WireError::bad_udp_len;
+    if (out.udp.length < UdpHdr::kSize + BthHdr::kSize + kIcrcSize) return WireError::bad_udp_len;
+    off += UdpHdr::kSize;
+    out.ev = ev_from_wire(out.udp.src_port, out.ip.flow_label);
+    out.ecn = marked_tc & 0x3;
+
+    if ((e = BthHdr::decode(avail(off), out.bth)) != WireError::ok) return e;
+    off += BthHdr::kSize;
+    const Opcode op = out.bth.opcode;
+
+    // Trim detection comes before any ICRC check: a trimmed frame always fails it.
+    if (is_data_opcode(op)) {
+        const std::uint8_t dscp = marked_tc >> 2;
+        const std::uint8_t inner_dscp = out.ip.traffic_class >> 2;
+        if (dscp == opts.dscp_trimmed_last_hop || inner_dscp == opts.dscp_trimmed_last_hop)
+            out.trim = TrimKind::dscp_last_hop;
+        else if (dscp == opts.dscp_trimmed || inner_dscp == opts.dscp_trimmed)
+            out.trim = TrimKind::dscp;
+        else if (short_frame)
+            out.trim = TrimKind::short_length;
+        if (out.trim != TrimKind::none) {
+            out.has_meth = MethHdr::decode(avail(off), out.meth) == WireError::ok;
+            return WireError::ok;
+        }
+    }
+    if (short_frame) return WireError::truncated_ext;
+
+    const std::size_t ext_len = ext_header_size(op, out.bth.ts);
+    const std::size_t icrc_off = claimed_end - kIcrcSize;
+    if (off + ext_len > claimed_end) return WireError::truncated_ext;
+    if (off + ext_len > icrc_off) return WireError::truncated_icrc;
+    const auto ext = frame.subspan(off, ext_len);
+    std::size_t x = 0;
+    auto take = [&](auto& h) {
+        const WireError r = std::remove_cvref_t<decltype(h)>::decode(ext.subspan(x), h);
+        x += std::remove_cvref_t<decltype(h)>::kSize;
+        return r;
+    };
+    if (is_data_opcode(op)) {
+        if ((e = take(out.meth)) != WireError::ok) return e;
+        out.has_meth = true;
+        if (out.bth.ts && (e = take(out.tseth)) != WireError::ok) return e;
+        if ((e = take(out.reth)) != WireError::ok) return e;
+        if (carries_imm(op) && (e = take(out.imm)) != WireError::ok) return e;
+    } else {
+        switch (op) {
+            case Opcode::ack: e = take(out.aeth); break;
+            case Opcode::sack:
+                if ((e = take(out.seth)) == WireError::ok) e = take(out.cc);
+                break;
+            case Opcode::nack: e = take(out.neth); break;
+            case Opcode::probe: e = take(out.peth); break;
+            default: e = take(out.erth); break;
+        }
+        if (e != WireError::ok) return e;
+    }
+    off += ext_len;
+
+    const std::size_t body = icrc_off - off;  // payload + pad
+    if (out.bth.pad_count > body) return WireError::bad_pad;
+    if (!is_data_opcode(op) && body != 0) return WireError::bad_field;
+    out.payload = frame.subspan(off, body - out.bth.pad_count);
+    out.icrc = load_le32(frame.data() + icrc_off);
+    if (opts.verify_icrc &&
+        icrc_compute(frame.subspan(out.ip_offset, icrc_off - out.ip_offset)) != out.icrc)
+        return WireError::bad_icrc;
+    return WireError::ok;
+}
+
+}  // namespace omrc::wire
