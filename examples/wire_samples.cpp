@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 
 #include "wire/frame.hpp"
 #include "wire/sample_frames.hpp"
@@ -15,8 +16,11 @@
 int main(int argc, char** argv) {
     CLI::App app{"Write one OpenMRC frame of each opcode, in both frame modes, to a pcap file"};
     std::string out_path;
+    std::string corpus_dir;
     bool quiet = false;
     app.add_option("output", out_path, "pcap file to write")->required();
+    app.add_option("--corpus", corpus_dir, "also write each frame as one raw file into this existing directory (fuzz seeds)")
+        ->check(CLI::ExistingDirectory);
     app.add_flag("-q,--quiet", quiet, "do not list the frames");
     CLI11_PARSE(app, argc, argv);
 
@@ -41,6 +45,13 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "wire_samples: frame %s does not parse: %s\n", f.name.c_str(),
                          std::string(omrc::wire::to_string(err)).c_str());
             return 1;
+        }
+        if (!corpus_dir.empty()) {
+            std::string name = f.name;
+            for (char& c : name)
+                if (c == '/' || c == '+') c = '_';
+            std::ofstream(corpus_dir + "/" + name + ".bin", std::ios::binary)
+                .write(reinterpret_cast<const char*>(f.bytes.data()), static_cast<std::streamsize>(f.bytes.size()));
         }
         pcap_pkthdr hdr{};
         hdr.ts.tv_sec = 1767225600 + index;  // fixed timestamps: the file is reproducible
