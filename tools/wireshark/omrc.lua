@@ -1,0 +1,668 @@
+-- SPDX-License-Identifier: BSD-3-Clause
+-- OpenMRC dissector for Wireshark/tshark (tested with 4.0).
+--
+--   tshark -X lua_script:tools/wireshark/omrc.lua -r FILE.pcap -V
+--   (or copy this file into ~/.local/lib/wireshark/plugins/)
+--
+-- OpenMRC frames are RoCEv2 frames (UDP dst port 4791) whose BTH opcodes lie in
+-- the manufacturer-specific range (0xC6-0xCB, 0xD1, 0xD8, 0xD9, 0xDC-0xDE).
+-- Wireshark's own InfiniBand/RRoCE dissector decodes the BTH of such a frame,
+-- calls the opcode "Unknown" and shows everything after the BTH, ICRC
+-- included, as one "Vendor Specific or Unknown Header Sequence" byte field.
+--
+-- How this dissector is chained after Wireshark's RoCE decoding, and why:
+-- it is a POSTDISSECTOR. It runs after the whole stock dissection of every
+-- frame, finds the last UDP payload through the `udp.payload` field (the
+-- FieldInfo gives the data-source tvb and the byte offset) and decodes our
+-- headers from those bytes into a separate "OpenMRC" tree. Alternatives that
+-- were rejected:
+--   * The "infiniband.payload" heuristic list: packet-infiniband.c only
+--     consults it for opcodes that carry a payload (SEND/WRITE/...); for an
+--     unknown opcode it calls parse_VENDOR(), which adds the byte blob and
+--     calls no sub-dissector, so a heuristic dissector never sees our frames.
+--   * Taking over udp.port 4791 and calling the "infiniband" dissector
+--     ourselves: it replaces the stock RRoCE registration, ignores the
+--     infiniband.rroce.port preference and breaks when the stock handle
+--     names change between versions.
+-- The postdissector leaves Wireshark's tree untouched (infiniband.bth.* stay
+-- visible and filterable), needs no "-d"/"-o" options, and also works with
+-- tshark -T fields / -Y without -V (Field.new fields are primed by wslua).
+--
+-- Wire format (normative source: lib/wire/*.hpp in the OpenMRC repository):
+--   plain: Eth | IPv6(NH=17) | UDP | BTH | ext | payload | pad | ICRC
+--   srv6:  Eth | outer IPv6(NH=41, or NH=43 + SRH type 4 with NH=41) |
+--          inner IPv6(NH=17) | UDP | BTH | ext | payload | pad | ICRC
+--   EV = UDP source port << 16 | low 16 bits of the (inner) IPv6 flow label;
+--        EV[31:28] = plane + 1, EV[27:16] = path, EV[15:0] = salt.
+--   ext by opcode: WRITE_* = METH [TSETH if BTH.TS] RETH [ImmDt if *_WITH_IMM];
+--   ACK = AETH; SACK = SETH + CC state; NACK = NETH; PROBE = PETH;
+--   EP_REQUEST/EP_RESPONSE = ERTH.
+--   ICRC = last 4 bytes of the UDP payload, CRC-32 stored little-endian.
+--
+-- Every read is bounds-checked against the captured bytes and the lengths the
+-- headers claim; a short frame gets expert info, never a Lua error.
+
+local omrc = Proto("omrc", "OpenMRC")
+
+---------------------------------------------------------------------------
+-- Bit operations: bit32 (Lua 5.2, Wireshark <= 4.2), else native operators
+-- (Lua 5.3+), compiled at run time so that Lua 5.2 still parses this file.
+---------------------------------------------------------------------------
+local bits = bit32
+if bits == nil then
+    local chunk = load([[return {
+        band = function(a, b) return a & b end,
+        bxor = function(a, b) return (a ~ b) & 0xFFFFFFFF end,
+        rshift = function(a, n) return (a & 0xFFFFFFFF) >> n end,
+    }]])
+    bits = chunk()
+end
+local band, bxor, rshift = bits.band, bits.bxor, bits.rshift
+
+---------------------------------------------------------------------------
+-- Constants and value strings (names as opcode_name() in lib/wire/bth.cpp)
+---------------------------------------------------------------------------
+local OPCODES = {
+    [0xC6] = "WRITE_FIRST",
+    [0xC7] = "WRITE_MIDDLE",
+    [0xC8] = "WRITE_LAST",
+    [0xC9] = "WRITE_LAST_WITH_IMM",
+    [0xCA] = "WRITE_ONLY",
+    [0xCB] = "WRITE_ONLY_WITH_IMM",
+    [0xD1] = "ACK",
+    [0xD8] = "EP_REQUEST",
+    [0xD9] = "EP_RESPONSE",
+    [0xDC] = "SACK",
+    [0xDD] = "NACK",
+    [0xDE] = "PROBE",
+}
+local OP_ACK, OP_EP_REQ, OP_EP_RESP, OP_SACK, OP_NACK, OP_PROBE = 0xD1, 0xD8, 0xD9, 0xDC, 0xDD, 0xDE
+local function is_data(op) return op >= 0xC6 and op <= 0xCB end
+local function carries_imm(op) return op == 0xC9 or op == 0xCB end
+
+local MODES = { [0] = "plain", [1] = "srv6" }
+local AETH_SYNDROMES = {
+    [0x00] = "ACK",
+    [0x60] = "NAK: PSN sequence error",
+    [0x61] = "NAK: invalid request",
+    [0x62] = "NAK: remote access error",
+    [0x63] = "NAK: remote operational error",
+}
+local SACK_SKIP = { [0] = "none", [1] = "skip once", [2] = "always skip", [3] = "invalid (3)" }
+local CC_TYPES = { [0] = "none", [1] = "NSCC" }
+local NACK_REASONS = {
+    [0x01] = "TRIMMED",
+    [0x02] = "TRIMMED_LASTHOP",
+    [0x06] = "NO_BITMAP",
+    [0x07] = "NO_PKT_BUFFER",
+    [0x0A] = "NO_RESOURCE",
+    [0x0B] = "PSN_OOR_WINDOW",
+    [0x19] = "UNEXP_EVENT",
+}
+local ERTH_OPS = { [0] = "PORT_STATUS_UPDATE", [1] = "EV_PROBE" }
+local ICRC_STATUS = { [0] = "Unverified", [1] = "Good", [2] = "Bad" }
+
+local EP_QPN = 2
+local DSCP_TRIMMED, DSCP_TRIMMED_LAST_HOP = 40, 41
+local IPV6_HDR, UDP_HDR, BTH_HDR, ICRC_LEN = 40, 8, 12, 4
+
+---------------------------------------------------------------------------
+-- Fields
+---------------------------------------------------------------------------
+local F = {
+    mode = ProtoField.uint8("omrc.mode", "Frame mode", base.DEC, MODES),
+    srh = ProtoField.bool("omrc.srh", "SRv6 SRH present"),
+    ev = ProtoField.uint32("omrc.ev", "Entropy value (EV)", base.HEX),
+    ev_plane = ProtoField.uint8("omrc.ev.plane", "Plane", base.DEC),
+    ev_path = ProtoField.uint16("omrc.ev.path", "Path", base.DEC),
+    ev_salt = ProtoField.uint16("omrc.ev.salt", "Salt", base.HEX),
+
+    opcode = ProtoField.uint8("omrc.opcode", "Opcode", base.HEX, OPCODES),
+    bth_padcnt = ProtoField.uint8("omrc.bth.padcnt", "Pad count", base.DEC, nil, 0x30),
+    bth_tver = ProtoField.uint8("omrc.bth.tver", "Transport version", base.DEC, nil, 0x0F),
+    bth_destqp = ProtoField.uint24("omrc.bth.destqp", "Destination QP", base.HEX),
+    bth_flags = ProtoField.uint8("omrc.bth.flags", "Flags (byte 8)", base.HEX),
+    bth_ackreq = ProtoField.bool("omrc.bth.ackreq", "AckReq", 8, nil, 0x80),
+    bth_rtx = ProtoField.bool("omrc.bth.rtx", "RTX (retransmission)", 8, nil, 0x20),
+    bth_ts = ProtoField.bool("omrc.bth.ts", "TS (TSETH follows METH)", 8, nil, 0x10),
+    bth_psn = ProtoField.uint24("omrc.bth.psn", "PSN", base.HEX),
+
+    meth_rqmsn = ProtoField.uint16("omrc.meth.rqmsn", "RQ MSN", base.DEC),
+    meth_msn = ProtoField.uint16("omrc.meth.msn", "MSN", base.DEC),
+
+    tseth_ts = ProtoField.uint16("omrc.tseth.ts", "Tx timestamp (128 ns ticks)", base.DEC),
+    tseth_tsr = ProtoField.bool("omrc.tseth.tsr", "TSR (timestamp request)", 16, nil, 0x8000),
+    tseth_type = ProtoField.uint16("omrc.tseth.type", "Type", base.DEC, nil, 0x000F),
+
+    reth_va = ProtoField.uint64("omrc.reth.va", "Virtual address", base.HEX),
+    reth_rkey = ProtoField.uint32("omrc.reth.rkey", "R_Key", base.HEX),
+    reth_dmalen = ProtoField.uint32("omrc.reth.dmalen", "DMA length (message bytes)", base.DEC),
+
+    imm = ProtoField.uint32("omrc.imm", "Immediate data", base.HEX),
+
+    aeth_syndrome = ProtoField.uint8("omrc.aeth.syndrome", "Syndrome", base.HEX, AETH_SYNDROMES),
+    aeth_msn = ProtoField.uint24("omrc.aeth.msn", "MSN", base.DEC),
+
+    sack_skip = ProtoField.uint16("omrc.sack.skip", "Skip (M)", base.DEC, SACK_SKIP, 0xC000),
+    sack_probe_response = ProtoField.bool("omrc.sack.probe_response", "Probe response", 16, nil, 0x2000),
+    sack_ecn_echo = ProtoField.bool("omrc.sack.ecn_echo", "ECN echo", 16, nil, 0x1000),
+    sack_flags = ProtoField.uint16("omrc.sack.flags", "Flags (other than M)", base.HEX, nil, 0x3FFF),
+    sack_ack_psn_offset = ProtoField.int16("omrc.sack.ack_psn_offset", "ACK PSN offset", base.DEC),
+    sack_ev = ProtoField.uint32("omrc.sack.ev", "Echoed EV", base.HEX),
+    sack_src_conn_id = ProtoField.uint16("omrc.sack.src_conn_id", "Source connection id", base.HEX),
+    sack_dst_conn_id = ProtoField.uint16("omrc.sack.dst_conn_id", "Destination connection id", base.HEX),
+    sack_cack_psn = ProtoField.uint24("omrc.sack.cack_psn", "Cumulative ACK PSN", base.HEX),
+    sack_cc_type = ProtoField.uint8("omrc.sack.cc_type", "CC type", base.DEC, CC_TYPES, 0xF0),
+    sack_cc_flags = ProtoField.uint8("omrc.sack.cc_flags", "CC flags", base.HEX, nil, 0x0F),
+    sack_mpr = ProtoField.uint8("omrc.sack.mpr", "MPR (receive window, x128 packets)", base.DEC),
+    sack_offset = ProtoField.int16("omrc.sack.sack_offset", "SACK offset", base.DEC),
+    sack_bitmap = ProtoField.uint64("omrc.sack.bitmap", "SACK bitmap", base.HEX),
+    sack_psns = ProtoField.string("omrc.sack.received_psns", "PSNs reported received"),
+
+    cc_ts_echo = ProtoField.uint16("omrc.cc.ts_echo", "Timestamp echo (128 ns ticks)", base.DEC),
+    cc_ooo_count = ProtoField.uint16("omrc.cc.ooo_count", "Out-of-order count", base.DEC, nil, 0xFFFE),
+    cc_restore_cwnd = ProtoField.bool("omrc.cc.restore_cwnd", "Restore cwnd", 16, nil, 0x0001),
+    cc_penalty = ProtoField.uint8("omrc.cc.penalty", "Penalty", base.DEC, nil, 0xFE),
+    cc_rcvd_bytes = ProtoField.uint24("omrc.cc.rcvd_bytes", "Received bytes (256-byte units)", base.DEC),
+
+    nack_reason = ProtoField.uint8("omrc.nack.reason", "Reason", base.HEX, NACK_REASONS),
+    nack_flags = ProtoField.uint8("omrc.nack.flags", "Flags", base.HEX),
+    nack_ts_echo = ProtoField.uint16("omrc.nack.ts_echo", "Timestamp echo (128 ns ticks)", base.DEC),
+    nack_ev = ProtoField.uint32("omrc.nack.ev", "Echoed EV", base.HEX),
+    nack_src_conn_id = ProtoField.uint16("omrc.nack.src_conn_id", "Source connection id", base.HEX),
+    nack_dst_conn_id = ProtoField.uint16("omrc.nack.dst_conn_id", "Destination connection id", base.HEX),
+    nack_nack_psn = ProtoField.uint24("omrc.nack.nack_psn", "NACK PSN", base.HEX),
+    nack_cack_psn = ProtoField.uint24("omrc.nack.cack_psn", "Cumulative ACK PSN", base.HEX),
+
+    probe_id = ProtoField.uint32("omrc.probe.id", "Probe id", base.HEX),
+    probe_ev = ProtoField.uint32("omrc.probe.ev", "EV", base.HEX),
+    probe_src_conn_id = ProtoField.uint16("omrc.probe.src_conn_id", "Source connection id", base.HEX),
+    probe_dst_conn_id = ProtoField.uint16("omrc.probe.dst_conn_id", "Destination connection id", base.HEX),
+    probe_ts = ProtoField.uint16("omrc.probe.ts", "Tx timestamp (128 ns ticks)", base.DEC),
+    probe_reserved = ProtoField.uint16("omrc.probe.reserved", "Reserved", base.HEX),
+
+    erth_op = ProtoField.uint8("omrc.erth.op", "Operation", base.DEC, ERTH_OPS),
+    erth_flags = ProtoField.uint8("omrc.erth.flags", "Flags", base.HEX),
+    erth_reserved = ProtoField.uint16("omrc.erth.reserved", "Reserved", base.HEX),
+    erth_port_status_mask = ProtoField.uint32("omrc.erth.port_status_mask", "Port status mask", base.HEX),
+    erth_ev = ProtoField.uint32("omrc.erth.ev", "EV", base.HEX),
+    erth_seq = ProtoField.uint32("omrc.erth.seq", "Sequence", base.DEC),
+
+    payload_len = ProtoField.uint32("omrc.payload_len", "Payload length", base.DEC),
+    payload = ProtoField.bytes("omrc.payload", "Payload"),
+    pad = ProtoField.bytes("omrc.pad", "Pad"),
+    icrc = ProtoField.uint32("omrc.icrc", "ICRC", base.HEX),
+    icrc_status = ProtoField.uint8("omrc.icrc.status", "ICRC status", base.DEC, ICRC_STATUS),
+    icrc_computed = ProtoField.uint32("omrc.icrc.computed", "Computed ICRC", base.HEX),
+}
+local field_list = {}
+for _, f in pairs(F) do field_list[#field_list + 1] = f end
+omrc.fields = field_list
+
+local E = {
+    not_captured = ProtoExpert.new("omrc.not_captured", "OpenMRC header not fully captured (snaplen)",
+        expert.group.MALFORMED, expert.severity.WARN),
+    truncated = ProtoExpert.new("omrc.truncated", "OpenMRC header truncated",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    trimmed = ProtoExpert.new("omrc.trimmed", "Trimmed OpenMRC data packet",
+        expert.group.SEQUENCE, expert.severity.NOTE),
+    bad_len = ProtoExpert.new("omrc.bad_length", "Bad OpenMRC length",
+        expert.group.MALFORMED, expert.severity.ERROR),
+    bad_field = ProtoExpert.new("omrc.bad_field", "Invalid OpenMRC field value",
+        expert.group.PROTOCOL, expert.severity.WARN),
+    bad_ev = ProtoExpert.new("omrc.bad_ev", "Invalid EV",
+        expert.group.PROTOCOL, expert.severity.WARN),
+    bad_icrc = ProtoExpert.new("omrc.bad_icrc", "Bad ICRC",
+        expert.group.CHECKSUM, expert.severity.ERROR),
+    no_ipv6 = ProtoExpert.new("omrc.no_ipv6", "No IPv6 header right before UDP: EV/ICRC not derived",
+        expert.group.PROTOCOL, expert.severity.NOTE),
+}
+omrc.experts = { E.not_captured, E.truncated, E.trimmed, E.bad_len, E.bad_field, E.bad_ev, E.bad_icrc, E.no_ipv6 }
+
+omrc.prefs.udp_port = Pref.uint("RoCEv2 UDP port", 4791, "UDP destination port of OpenMRC (RoCEv2) frames")
+omrc.prefs.verify_icrc = Pref.bool("Verify ICRC", true, "Compute the RoCEv2 invariant CRC and compare")
+
+---------------------------------------------------------------------------
+-- Field extractors (must be created at load time)
+---------------------------------------------------------------------------
+local fx_udp_payload = Field.new("udp.payload")
+local fx_ipv6_nxt = Field.new("ipv6.nxt")
+local fx_ipv6_flow = Field.new("ipv6.flow")
+local fx_ipv6_dscp = Field.new("ipv6.tclass.dscp")
+local fx_routing_type = Field.new("ipv6.routing.type")
+
+---------------------------------------------------------------------------
+-- CRC-32 (IEEE 802.3, reflected), as ISA-L crc32_gzip_refl(0, ...)
+---------------------------------------------------------------------------
+local CRC_TABLE = {}
+for i = 0, 255 do
+    local c = i
+    for _ = 1, 8 do
+        if c % 2 == 1 then c = bxor(rshift(c, 1), 0xEDB88320) else c = rshift(c, 1) end
+    end
+    CRC_TABLE[i] = c
+end
+local function crc32_update(crc, s)
+    for k = 1, #s do
+        crc = bxor(CRC_TABLE[band(bxor(crc, s:byte(k)), 0xFF)], rshift(crc, 8))
+    end
+    return crc
+end
+
+local function set_byte(s, idx1, value) -- 1-based index into a Lua string
+    return s:sub(1, idx1 - 1) .. string.char(value) .. s:sub(idx1 + 1)
+end
+
+-- ICRC over: 8 x 0xFF, IPv6 header (TC, flow label, hop limit masked), UDP
+-- (checksum masked), BTH (byte 4 masked), ext headers, payload, pad.
+local function compute_icrc(src, ip_off, icrc_off)
+    local ip = src:raw(ip_off, IPV6_HDR)
+    ip = set_byte(ip, 1, band(ip:byte(1), 0xF0) + 0x0F)
+    ip = "" .. ip:sub(1, 1) .. "\255\255\255" .. ip:sub(5, 7) .. "\255" .. ip:sub(9)
+    local udp = src:raw(ip_off + IPV6_HDR, UDP_HDR)
+    udp = udp:sub(1, 6) .. "\255\255"
+    local bth = src:raw(ip_off + IPV6_HDR + UDP_HDR, BTH_HDR)
+    bth = set_byte(bth, 5, 0xFF)
+    local rest_off = ip_off + IPV6_HDR + UDP_HDR + BTH_HDR
+    local crc = 0xFFFFFFFF
+    crc = crc32_update(crc, string.rep("\255", 8))
+    crc = crc32_update(crc, ip)
+    crc = crc32_update(crc, udp)
+    crc = crc32_update(crc, bth)
+    if icrc_off > rest_off then crc = crc32_update(crc, src:raw(rest_off, icrc_off - rest_off)) end
+    return bxor(crc, 0xFFFFFFFF)
+end
+
+---------------------------------------------------------------------------
+-- Helpers
+---------------------------------------------------------------------------
+local function ev_parts(ev)
+    local nib = math.floor(ev / 0x10000000)
+    local path = math.floor(ev / 0x10000) % 0x1000
+    local salt = ev % 0x10000
+    return nib, path, salt
+end
+
+local function ev_text(ev)
+    local nib, path, salt = ev_parts(ev)
+    if nib == 0 then return string.format("invalid: plane nibble 0, path %d, salt 0x%04x", path, salt) end
+    return string.format("plane %d, path %d, salt 0x%04x", nib - 1, path, salt)
+end
+
+local function psn_list_text(first_psn, bitmap_str)
+    -- bitmap bit i (bit 63 = i 0) reports PSN first_psn + i; returns compact ranges
+    local runs, start, prev = {}, nil, nil
+    local function flush()
+        if start == nil then return end
+        local a, b = start % 0x1000000, prev % 0x1000000
+        if a == b then runs[#runs + 1] = string.format("0x%06x", a)
+        else runs[#runs + 1] = string.format("0x%06x-0x%06x", a, b) end
+    end
+    for j = 1, 8 do
+        local byte = bitmap_str:byte(j)
+        for b = 7, 0, -1 do
+            local i = (j - 1) * 8 + (7 - b)
+            local set = math.floor(byte / 2 ^ b) % 2 == 1
+            if set then
+                if start ~= nil and prev == first_psn + i - 1 then prev = first_psn + i
+                else flush(); start, prev = first_psn + i, first_psn + i end
+            end
+        end
+    end
+    flush()
+    if #runs == 0 then return "(none)" end
+    return table.concat(runs, ", ")
+end
+
+local function get_source(fi, fallback)
+    local ok, src = pcall(function() return fi.source end)
+    if ok and src ~= nil then return src end
+    return fallback
+end
+
+---------------------------------------------------------------------------
+-- Dissector
+---------------------------------------------------------------------------
+function omrc.dissector(tvb, pinfo, tree)
+    local payloads = { fx_udp_payload() }
+    if #payloads == 0 then return end
+    local pl = payloads[#payloads]
+    local src = get_source(pl, tvb)
+    local base = pl.offset                  -- UDP payload (BTH) offset in src
+    local udp_off = base - UDP_HDR
+    if udp_off < 0 or src:len() < base + 1 then return end
+    if src(udp_off + 2, 2):uint() ~= omrc.prefs.udp_port then return end
+    local opcode = src(base, 1):uint()
+    local opname = OPCODES[opcode]
+    if opname == nil then return end        -- plain RoCE or another vendor: not ours
+
+    -- Lengths: cap = captured bytes, rep = bytes on the wire, claimed = per UDP length.
+    local udp_len = src(udp_off + 4, 2):uint()
+    local cap = src:len() - base
+    local rep = src:reported_len() - base
+    local claimed = udp_len - UDP_HDR
+    local bad_udp_len = udp_len < UDP_HDR
+    if bad_udp_len then claimed = rep end
+    local limit = math.min(claimed, rep)    -- bytes that exist in this frame
+    local avail = math.min(limit, cap)      -- bytes we can read
+
+    local t = tree:add(omrc, src(base, avail))
+    pinfo.cols.protocol:set("OpenMRC")
+    if bad_udp_len then
+        t:add_proto_expert_info(E.bad_len, string.format("UDP length %d is shorter than the UDP header", udp_len))
+    end
+
+    -- Frame mode from the IPv6 chain Wireshark decoded.
+    local nxts = { fx_ipv6_nxt() }
+    local mode, has_srh = nil, false
+    if #nxts >= 1 then
+        mode = 0
+        if #nxts >= 2 then
+            local prev_nh = nxts[#nxts - 1].value
+            if prev_nh == 41 then mode = 1
+            elseif prev_nh == 43 then
+                mode = 1
+                for _, rt in ipairs({ fx_routing_type() }) do
+                    if rt.value == 4 then has_srh = true end
+                end
+            end
+        end
+        t:add(F.mode, mode):set_generated()
+        if mode == 1 then t:add(F.srh, has_srh):set_generated() end
+    end
+
+    -- The IPv6 header right before UDP: flow label (EV), DSCP, ICRC coverage.
+    local ip_off = nil
+    if udp_off >= IPV6_HDR and math.floor(src(udp_off - IPV6_HDR, 1):uint() / 16) == 6
+        and src(udp_off - IPV6_HDR + 6, 1):uint() == 17 then
+        ip_off = udp_off - IPV6_HDR
+    end
+    local flow_lo = nil
+    if ip_off ~= nil then
+        flow_lo = src(ip_off + 2, 2):uint()
+    else
+        local flows = { fx_ipv6_flow() }
+        if #flows > 0 then flow_lo = flows[#flows].value % 0x10000 end
+        t:add_proto_expert_info(E.no_ipv6)
+    end
+    local ev = nil
+    if flow_lo ~= nil then
+        ev = src(udp_off, 2):uint() * 0x10000 + flow_lo
+        local nib, path, salt = ev_parts(ev)
+        local ev_item = t:add(F.ev, src(udp_off, 2), ev)
+        ev_item:set_generated()
+        ev_item:append_text(" (" .. ev_text(ev) .. ")")
+        if nib > 0 then ev_item:add(F.ev_plane, nib - 1):set_generated() end
+        ev_item:add(F.ev_path, path):set_generated()
+        ev_item:add(F.ev_salt, salt):set_generated()
+        if nib == 0 then ev_item:add_proto_expert_info(E.bad_ev, "EV[31:28] (plane + 1) is 0") end
+    end
+
+    -- Trimmed by the fabric? (DSCP rewritten, or frame shorter than IPv6/UDP claim)
+    local trim_dscp = nil
+    for _, d in ipairs({ fx_ipv6_dscp() }) do
+        if d.value == DSCP_TRIMMED or d.value == DSCP_TRIMMED_LAST_HOP then trim_dscp = d.value end
+    end
+    local short_frame = rep < claimed
+    local trimmed = is_data(opcode) and (trim_dscp ~= nil or short_frame)
+
+    local info = { opname }
+    local off = 0
+    local stopped = false
+
+    -- Checks that `n` bytes of `what` can be read at `off`; adds expert info otherwise.
+    local function have(n, what)
+        if off + n <= avail then return true end
+        local got = math.max(avail - off, 0)
+        if trimmed then
+            t:add_proto_expert_info(E.trimmed, string.format(
+                "Trimmed data packet (%s): %s absent", trim_dscp and ("DSCP " .. trim_dscp) or "short frame", what))
+        elseif off + n <= limit then
+            t:add_proto_expert_info(E.not_captured, string.format(
+                "%s not captured: %d of %d bytes (snaplen)", what, got, n))
+        elseif short_frame then
+            t:add_proto_expert_info(E.truncated, string.format(
+                "%s truncated: %d of %d bytes (frame shorter than its UDP length)", what, got, n))
+        else
+            t:add_proto_expert_info(E.bad_len, string.format(
+                "%s does not fit: UDP length %d leaves %d of %d bytes", what, udp_len, got, n))
+        end
+        stopped = true
+        return false
+    end
+
+    -- BTH (OpenMRC view; Wireshark's own BTH tree stays under InfiniBand).
+    local psn, qpn, padcnt, ts_flag = nil, nil, 0, false
+    if have(BTH_HDR, "BTH") then
+        local r = src(base, BTH_HDR)
+        local bt = t:add(r, "Base Transport Header")
+        bt:add(F.opcode, src(base, 1))
+        bt:add(F.bth_padcnt, src(base + 1, 1))
+        local tver_item = bt:add(F.bth_tver, src(base + 1, 1))
+        if src(base + 1, 1):uint() % 16 ~= 0 then
+            tver_item:add_proto_expert_info(E.bad_field, "BTH transport version must be 0")
+        end
+        local qp_item = bt:add(F.bth_destqp, src(base + 5, 3))
+        local fl = bt:add(F.bth_flags, src(base + 8, 1))
+        fl:add(F.bth_ackreq, src(base + 8, 1))
+        fl:add(F.bth_rtx, src(base + 8, 1))
+        fl:add(F.bth_ts, src(base + 8, 1))
+        bt:add(F.bth_psn, src(base + 9, 3))
+        padcnt = math.floor(src(base + 1, 1):uint() / 16) % 4
+        local flags = src(base + 8, 1):uint()
+        ts_flag = math.floor(flags / 0x10) % 2 == 1
+        qpn = src(base + 5, 3):uint()
+        psn = src(base + 9, 3):uint()
+        local fnames = {}
+        if flags >= 0x80 then fnames[#fnames + 1] = "AckReq" end
+        if math.floor(flags / 0x20) % 2 == 1 then fnames[#fnames + 1] = "RTX" end
+        if ts_flag then fnames[#fnames + 1] = "TS" end
+        if #fnames > 0 then fl:append_text(" (" .. table.concat(fnames, ", ") .. ")") end
+        bt:append_text(string.format(", %s, QP 0x%06x, PSN 0x%06x", opname, qpn, psn))
+        info[#info + 1] = string.format("QP=0x%06x PSN=0x%06x", qpn, psn)
+        if #fnames > 0 then info[#info + 1] = "[" .. table.concat(fnames, ",") .. "]" end
+        if (opcode == OP_EP_REQ or opcode == OP_EP_RESP) and qpn ~= EP_QPN then
+            qp_item:add_proto_expert_info(E.bad_field, "Endpoint messages use QPN 2")
+        end
+        off = BTH_HDR
+    end
+    if ev ~= nil then info[#info + 1] = string.format("EV=0x%08x", ev) end
+
+    -- Extension headers
+    local function hdr(n, title)
+        local r = src(base + off, n)
+        local h = t:add(r, title)
+        return h, base + off
+    end
+
+    if not stopped and is_data(opcode) then
+        if have(4, "METH") then
+            local h, o = hdr(4, "METH (message extension header)")
+            h:add(F.meth_rqmsn, src(o, 2))
+            h:add(F.meth_msn, src(o + 2, 2))
+            info[#info + 1] = string.format("MSN=%d", src(o + 2, 2):uint())
+            off = off + 4
+        end
+        if not stopped and trimmed then
+            t:add_proto_expert_info(E.trimmed, string.format(
+                "Trimmed data packet (%s): payload removed in the fabric",
+                trim_dscp and ("DSCP " .. trim_dscp) or "short frame"))
+            info[#info + 1] = "[TRIMMED]"
+            stopped = true
+        end
+        if not stopped and ts_flag and have(4, "TSETH") then
+            local h, o = hdr(4, "TSETH (timestamp extension header)")
+            h:add(F.tseth_ts, src(o, 2))
+            h:add(F.tseth_tsr, src(o + 2, 2))
+            h:add(F.tseth_type, src(o + 2, 2))
+            off = off + 4
+        end
+        if not stopped and have(16, "RETH") then
+            local h, o = hdr(16, "RETH (RDMA extended transport header)")
+            h:add(F.reth_va, src(o, 8))
+            h:add(F.reth_rkey, src(o + 8, 4))
+            h:add(F.reth_dmalen, src(o + 12, 4))
+            off = off + 16
+        end
+        if not stopped and carries_imm(opcode) and have(4, "ImmDt") then
+            local h, o = hdr(4, "ImmDt (immediate data)")
+            h:add(F.imm, src(o, 4))
+            info[#info + 1] = string.format("Imm=0x%08x", src(o, 4):uint())
+            off = off + 4
+        end
+    elseif not stopped and opcode == OP_ACK then
+        if have(4, "AETH") then
+            local h, o = hdr(4, "AETH (ACK extended transport header)")
+            h:add(F.aeth_syndrome, src(o, 1))
+            h:add(F.aeth_msn, src(o + 1, 3))
+            local syn = src(o, 1):uint()
+            info[#info + 1] = string.format("%s MSN=%d", AETH_SYNDROMES[syn] or string.format("syndrome 0x%02x", syn),
+                src(o + 1, 3):uint())
+            off = off + 4
+        end
+    elseif not stopped and opcode == OP_SACK then
+        if have(28, "SETH") then
+            local h, o = hdr(28, "SETH (selective ACK extended header)")
+            local fw = src(o, 2)
+            local skip_item = h:add(F.sack_skip, fw)
+            if fw:uint() >= 0xC000 then skip_item:add_proto_expert_info(E.bad_field, "SETH M value 3 is invalid") end
+            h:add(F.sack_probe_response, fw)
+            h:add(F.sack_ecn_echo, fw)
+            h:add(F.sack_flags, fw)
+            h:add(F.sack_ack_psn_offset, src(o + 2, 2))
+            local e = src(o + 4, 4):uint()
+            h:add(F.sack_ev, src(o + 4, 4)):append_text(" (" .. ev_text(e) .. ")")
+            h:add(F.sack_src_conn_id, src(o + 8, 2))
+            h:add(F.sack_dst_conn_id, src(o + 10, 2))
+            h:add(F.sack_cack_psn, src(o + 13, 3))
+            h:add(F.sack_cc_type, src(o + 16, 1))
+            h:add(F.sack_cc_flags, src(o + 16, 1))
+            h:add(F.sack_mpr, src(o + 17, 1))
+            h:add(F.sack_offset, src(o + 18, 2))
+            h:add(F.sack_bitmap, src(o + 20, 8))
+            local cack = src(o + 13, 3):uint()
+            local soff = src(o + 18, 2):int()
+            h:add(F.sack_psns, src(o + 20, 8), psn_list_text(cack + soff, src:raw(o + 20, 8))):set_generated()
+            info[#info + 1] = string.format("CACK=0x%06x", cack)
+            off = off + 28
+            if have(8, "CC state") then
+                local c, co = hdr(8, "CC state")
+                c:add(F.cc_ts_echo, src(co, 2))
+                c:add(F.cc_ooo_count, src(co + 2, 2))
+                c:add(F.cc_restore_cwnd, src(co + 2, 2))
+                c:add(F.cc_penalty, src(co + 4, 1))
+                local rb = c:add(F.cc_rcvd_bytes, src(co + 5, 3))
+                rb:append_text(string.format(" (%d bytes mod 2^32)", (src(co + 5, 3):uint() * 256) % 0x100000000))
+                off = off + 8
+            end
+        end
+    elseif not stopped and opcode == OP_NACK then
+        if have(20, "NETH") then
+            local h, o = hdr(20, "NETH (NACK extended header)")
+            h:add(F.nack_reason, src(o, 1))
+            h:add(F.nack_flags, src(o + 1, 1))
+            h:add(F.nack_ts_echo, src(o + 2, 2))
+            local e = src(o + 4, 4):uint()
+            h:add(F.nack_ev, src(o + 4, 4)):append_text(" (" .. ev_text(e) .. ")")
+            h:add(F.nack_src_conn_id, src(o + 8, 2))
+            h:add(F.nack_dst_conn_id, src(o + 10, 2))
+            h:add(F.nack_nack_psn, src(o + 13, 3))
+            h:add(F.nack_cack_psn, src(o + 17, 3))
+            local reason = src(o, 1):uint()
+            info[#info + 1] = string.format("NACK_PSN=0x%06x %s", src(o + 13, 3):uint(),
+                NACK_REASONS[reason] or string.format("reason 0x%02x", reason))
+            off = off + 20
+        end
+    elseif not stopped and opcode == OP_PROBE then
+        if have(16, "PETH") then
+            local h, o = hdr(16, "PETH (probe extended header)")
+            h:add(F.probe_id, src(o, 4))
+            local e = src(o + 4, 4):uint()
+            h:add(F.probe_ev, src(o + 4, 4)):append_text(" (" .. ev_text(e) .. ")")
+            h:add(F.probe_src_conn_id, src(o + 8, 2))
+            h:add(F.probe_dst_conn_id, src(o + 10, 2))
+            h:add(F.probe_ts, src(o + 12, 2))
+            h:add(F.probe_reserved, src(o + 14, 2))
+            info[#info + 1] = string.format("ID=0x%08x", src(o, 4):uint())
+            off = off + 16
+        end
+    elseif not stopped and (opcode == OP_EP_REQ or opcode == OP_EP_RESP) then
+        if have(16, "ERTH") then
+            local h, o = hdr(16, "ERTH (endpoint extended header)")
+            local op_item = h:add(F.erth_op, src(o, 1))
+            local eop = src(o, 1):uint()
+            if ERTH_OPS[eop] == nil then op_item:add_proto_expert_info(E.bad_field, "Unknown ERTH operation") end
+            h:add(F.erth_flags, src(o + 1, 1))
+            h:add(F.erth_reserved, src(o + 2, 2))
+            h:add(F.erth_port_status_mask, src(o + 4, 4))
+            local e = src(o + 8, 4):uint()
+            h:add(F.erth_ev, src(o + 8, 4)):append_text(" (" .. ev_text(e) .. ")")
+            h:add(F.erth_seq, src(o + 12, 4))
+            info[#info + 1] = string.format("%s seq=%d", ERTH_OPS[eop] or string.format("op %d", eop),
+                src(o + 12, 4):uint())
+            off = off + 16
+        end
+    end
+
+    -- Payload, pad and ICRC (only when all the headers were decoded).
+    if not stopped then
+        local icrc_rel = claimed - ICRC_LEN
+        local body = icrc_rel - off         -- payload + pad
+        if body < 0 then
+            t:add_proto_expert_info(E.bad_len, string.format(
+                "UDP length %d leaves no room for the 4-byte ICRC after the headers", udp_len))
+        else
+            if body < padcnt then
+                t:add_proto_expert_info(E.bad_len, string.format(
+                    "BTH pad count %d exceeds the %d bytes between headers and ICRC", padcnt, body))
+            elseif is_data(opcode) then
+                local plen = body - padcnt
+                local pl_item = t:add(F.payload_len, plen)
+                pl_item:set_generated()
+                if plen > 0 and off < avail then
+                    t:add(F.payload, src(base + off, math.min(plen, avail - off)))
+                end
+                if padcnt > 0 and off + plen < avail then
+                    t:add(F.pad, src(base + off + plen, math.min(padcnt, avail - off - plen)))
+                end
+                info[#info + 1] = string.format("Len=%d", plen)
+            elseif body ~= 0 then
+                t:add_proto_expert_info(E.bad_len, string.format(
+                    "%d unexpected bytes between the %s headers and the ICRC", body, opname))
+            end
+            if icrc_rel + ICRC_LEN <= avail then
+                local ir = src(base + icrc_rel, ICRC_LEN)
+                local stored = ir:le_uint()
+                local icrc_item = t:add_le(F.icrc, ir)
+                local status = 0
+                if omrc.prefs.verify_icrc and ip_off ~= nil then
+                    local computed = compute_icrc(src, ip_off, base + icrc_rel)
+                    if computed == stored then
+                        status = 1
+                        icrc_item:append_text(" [correct]")
+                    else
+                        status = 2
+                        icrc_item:append_text(" [incorrect]")
+                        icrc_item:add(F.icrc_computed, computed):set_generated()
+                        icrc_item:add_proto_expert_info(E.bad_icrc, string.format(
+                            "Bad ICRC: stored 0x%08x, computed 0x%08x", stored, computed))
+                        info[#info + 1] = "[BAD ICRC]"
+                    end
+                end
+                icrc_item:add(F.icrc_status, status):set_generated()
+            elseif icrc_rel + ICRC_LEN <= limit then
+                t:add_proto_expert_info(E.not_captured, "ICRC not captured (snaplen)")
+            else
+                t:add_proto_expert_info(E.truncated, "ICRC missing: frame shorter than its UDP length")
+            end
+        end
+    end
+
+    t:append_text(string.format(", %s", opname))
+    if qpn ~= nil then t:append_text(string.format(", QP 0x%06x, PSN 0x%06x", qpn, psn)) end
+    if ev ~= nil then t:append_text(string.format(", EV 0x%08x", ev)) end
+    if mode ~= nil then t:append_text(", " .. MODES[mode] .. (has_srh and "+srh" or "")) end
+    pinfo.cols.info:set(table.concat(info, " "))
+end
+
+register_postdissector(omrc)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Installs a CMake build tree into a scratch prefix and builds a consumer
+# with pkg-config and with find_package(OpenMRC). Checks that no DPDK flags
+# leak to consumers.   check_install.sh BUILD_DIR
+set -euo pipefail
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+libdir=$(realpath "$(dirname "$(find "$prefix" -name openmrc.pc | head -1)")/..")
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cflags=$(pkg-config --define-prefix --cflags openmrc)
+if grep -qiE 'dpdk|rte_|-march|-include' <<<"$cflags"; then
+  echo "pkg-config cflags leak driver flags: $cflags" >&2
+  exit 1
+fi
+c++ -std=c++20 "$here/consumer.cpp" -o "$prefix/consumer_pc" $cflags $(pkg-config --define-prefix --libs openmrc)
+LD_LIBRARY_PATH="$libdir" "$prefix/consumer_pc"
+cmake -S "$here" -B "$prefix/cmake-consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/cmake-consumer" >/dev/null
+LD_LIBRARY_PATH="$libdir" "$prefix/cmake-consumer/consumer"
+echo "install check: pkg-config and CMake consumers built and ran"
