@@ -380,6 +380,11 @@ function omrc.dissector(tvb, pinfo, tree)
     local flow_lo = nil
     if ip_off ~= nil then
         flow_lo = src(ip_off + 2, 2):uint()
+        local ip_plen = src(ip_off + 4, 2):uint()
+        if ip_plen ~= udp_len and not bad_udp_len then
+            t:add_proto_expert_info(E.bad_len, string.format(
+                "UDP length %d differs from the IPv6 payload length %d", udp_len, ip_plen))
+        end
     else
         local flows = { fx_ipv6_flow() }
         if #flows > 0 then flow_lo = flows[#flows].value % 0x10000 end
@@ -405,6 +410,7 @@ function omrc.dissector(tvb, pinfo, tree)
     end
     local short_frame = rep < claimed
     local trimmed = is_data(opcode) and (trim_dscp ~= nil or short_frame)
+    local trim_why = trim_dscp and ("DSCP " .. trim_dscp) or "frame shorter than its UDP length"
 
     local info = { opname }
     local off = 0
@@ -414,9 +420,8 @@ function omrc.dissector(tvb, pinfo, tree)
     local function have(n, what)
         if off + n <= avail then return true end
         local got = math.max(avail - off, 0)
-        if trimmed then
-            t:add_proto_expert_info(E.trimmed, string.format(
-                "Trimmed data packet (%s): %s absent", trim_dscp and ("DSCP " .. trim_dscp) or "short frame", what))
+        if trimmed and off >= BTH_HDR then
+            t:add_proto_expert_info(E.trimmed, string.format("Trimmed data packet (%s): %s absent", trim_why, what))
         elseif off + n <= limit then
             t:add_proto_expert_info(E.not_captured, string.format(
                 "%s not captured: %d of %d bytes (snaplen)", what, got, n))
@@ -482,13 +487,6 @@ function omrc.dissector(tvb, pinfo, tree)
             h:add(F.meth_msn, src(o + 2, 2))
             info[#info + 1] = string.format("MSN=%d", src(o + 2, 2):uint())
             off = off + 4
-        end
-        if not stopped and trimmed then
-            t:add_proto_expert_info(E.trimmed, string.format(
-                "Trimmed data packet (%s): payload removed in the fabric",
-                trim_dscp and ("DSCP " .. trim_dscp) or "short frame"))
-            info[#info + 1] = "[TRIMMED]"
-            stopped = true
         end
         if not stopped and ts_flag and have(4, "TSETH") then
             local h, o = hdr(4, "TSETH (timestamp extension header)")
@@ -604,8 +602,15 @@ function omrc.dissector(tvb, pinfo, tree)
         end
     end
 
-    -- Payload, pad and ICRC (only when all the headers were decoded).
-    if not stopped then
+    -- Payload, pad and ICRC (only when all the headers were decoded). A
+    -- trimmed data packet lost its payload in the fabric: no payload or ICRC.
+    if trimmed and off >= BTH_HDR then
+        if not stopped then
+            t:add_proto_expert_info(E.trimmed, string.format(
+                "Trimmed data packet (%s): payload not delivered, ICRC not checked", trim_why))
+        end
+        info[#info + 1] = "[TRIMMED]"
+    elseif not stopped then
         local icrc_rel = claimed - ICRC_LEN
         local body = icrc_rel - off         -- payload + pad
         if body < 0 then

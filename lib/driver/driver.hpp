@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The private driver interface (never installed). A driver owns its packet
+// buffers and its threads, if any. The runtime calls it once per burst, never
+// per packet. Control operations have "not supported" defaults so a driver
+// implements only what it can.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "wire/gather_frame.hpp"
+
+namespace omrc::driver {
+
+/// A received frame: a view into driver-owned memory, valid until the next
+/// rx_burst() call on the same driver (the runtime processes a burst fully
+/// before asking for the next one).
+struct RxFrame {
+    const std::uint8_t* data = nullptr;
+    std::uint32_t len = 0;
+    std::uint8_t plane = 0;  ///< port the frame arrived on
+};
+
+/// Per-driver counters. Every frame a driver drops is counted by reason.
+struct DriverStats {
+    std::uint64_t rx_frames = 0;
+    std::uint64_t tx_frames = 0;
+    std::uint64_t rx_bytes = 0;
+    std::uint64_t tx_bytes = 0;
+    std::uint64_t tx_dropped_link_down = 0;  ///< sent on a plane whose link was down
+    std::uint64_t tx_dropped_full = 0;       ///< no room in the transmit ring / pool
+    std::uint64_t rx_dropped_full = 0;       ///< receive ring overflow
+};
+
+/// Link-state change reported by poll_link_events().
+struct LinkEvent {
+    std::uint8_t plane = 0;
+    bool up = true;
+};
+
+enum class DriverStatus : int { ok = 0, not_supported = 95 /* EOPNOTSUPP */ };
+
+class Driver {
+public:
+    virtual ~Driver() = default;
+    [[nodiscard]] virtual std::string name() const = 0;
+    [[nodiscard]] virtual std::uint32_t planes() const = 0;
+
+    /// Up to out.size() received frames from any plane. `now_ns` is the
+    /// caller's clock (virtual in simulation, real otherwise).
+    virtual std::size_t rx_burst(std::span<RxFrame> out, std::uint64_t now_ns) = 0;
+
+    /// Queues frames for transmission; returns how many were accepted (a
+    /// prefix of `frames`). Accepted frames' payload segments may be read
+    /// until tx_release_count() says they were released.
+    virtual std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) = 0;
+
+    /// Frames accepted by tx_burst whose payload memory the driver no longer
+    /// references, counted since the driver was created. Copying drivers
+    /// release at once.
+    [[nodiscard]] virtual std::uint64_t tx_release_count() const = 0;
+
+    /// Link state changes since the last call (at most out.size()).
+    virtual std::size_t poll_link_events(std::span<LinkEvent> out) { (void)out; return 0; }
+
+    /// Current link state of a plane.
+    [[nodiscard]] virtual bool link_up(std::uint32_t plane) const { (void)plane; return true; }
+
+    /// Earliest time the driver has something to deliver (virtual-clock
+    /// drivers); UINT64_MAX when idle or not applicable.
+    [[nodiscard]] virtual std::uint64_t next_event_ns() const { return UINT64_MAX; }
+
+    [[nodiscard]] virtual DriverStats stats() const { return {}; }
+};
+
+}  // namespace omrc::driver

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A frame ready to transmit, as a gather list: headers built by the engine,
+// payload still in registered memory (never copied by the engine), then pad
+// and ICRC. A driver either copies the pieces into one buffer or hands them to
+// a NIC as external segments (zero copy).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+namespace omrc::wire {
+
+struct GatherFrame {
+    static constexpr std::size_t kMaxHeader = 160;  ///< ≥ SRv6 data headers without SRH (142 B)
+    static constexpr std::size_t kMaxSegments = 8;  ///< payload pieces (one per SGE touched)
+
+    struct Segment {
+        const std::uint8_t* data = nullptr;  ///< registered memory; valid until the driver releases the frame
+        std::uint32_t len = 0;
+    };
+
+    std::uint8_t plane = 0;                       ///< NIC port / plane to transmit on
+    std::uint16_t header_len = 0;                 ///< bytes used in `header`
+    std::uint8_t tail_len = 0;                    ///< pad (0..3) + ICRC (4)
+    std::uint8_t segment_count = 0;
+    std::array<std::uint8_t, kMaxHeader> header{};
+    std::array<Segment, kMaxSegments> segments{};
+    std::array<std::uint8_t, 8> tail{};
+
+    [[nodiscard]] std::size_t payload_len() const noexcept {
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < segment_count; ++i) n += segments[i].len;
+        return n;
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return header_len + payload_len() + tail_len; }
+    /// Copies the whole frame into `out` (out.size() ≥ size()); returns bytes written or 0 if too small.
+    std::size_t flatten(std::span<std::uint8_t> out) const noexcept {
+        const std::size_t n = size();
+        if (out.size() < n) return 0;
+        std::size_t off = 0;
+        for (std::size_t i = 0; i < header_len; ++i) out[off++] = header[i];
+        for (std::size_t s = 0; s < segment_count; ++s)
+            for (std::uint32_t i = 0; i < segments[s].len; ++i) out[off++] = segments[s].data[i];
+        for (std::size_t i = 0; i < tail_len; ++i) out[off++] = tail[i];
+        return off;
+    }
+};
+
+}  // namespace omrc::wire
