@@ -3,7 +3,7 @@
 // address mapping. Every plane is a copy of the same Clos; NIC port p of a
 // host attaches to plane p at the same T0 index and T0 port in every plane.
 //
-// uSID numbering (OpenMRC's, docs/PROTOCOL.md §6):
+// uSID numbering (OpenMRC's, docs/PROTOCOL.md §7.4; EV layout §6):
 //   usid[15:12] = plane + 1   (1..15; never 0, so a uSID is never the end marker)
 //   usid[11:10] = role        (0 = host attachment port on a T0, 1 = T0 switch, 2 = T1 switch)
 //   usid[9:0]   = index       (T0/T1 index within the plane, or the T0 port of a host)

@@ -15,7 +15,7 @@ enum class WireError : std::uint8_t {
     not_ipv6,              ///< ethertype is not 0x86DD
     truncated_ipv6,        ///< fewer than 40 bytes for an IPv6 header
     bad_ip_version,        ///< IPv6 version nibble is not 6
-    bad_ip_payload_len,    ///< IPv6 payload length exceeds the frame or is below the headers it claims
+    bad_ip_payload_len,    ///< SRv6 mode: the inner IPv6 packet does not end where the outer one does
     unsupported_next_header,  ///< a next-header value we do not carry (not 41, 43 or 17 where expected)
     truncated_srh,         ///< SRH fixed part or segment list runs past the frame
     bad_srh,               ///< routing type, last-entry, segments-left or length inconsistent

@@ -92,6 +92,7 @@ WireError build_headers(std::span<std::uint8_t> out, const FrameSpec& spec, std:
     if (spec.mode == FrameMode::srv6) {
         Ipv6Hdr outer = spec.outer;
         const std::size_t srh_len = spec.has_srh ? spec.srh.wire_size() : 0;
+        if (srh_len + Ipv6Hdr::kSize + udp_len > 0xFFFF) return WireError::bad_field;
         outer.next_header = spec.has_srh ? kNextHeaderRouting : kNextHeaderIpv6;
         outer.payload_len = static_cast<std::uint16_t>(srh_len + Ipv6Hdr::kSize + udp_len);
         if ((e = outer.encode(out.subspan(off))) != WireError::ok) return e;
@@ -222,6 +223,8 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
             out.trim = TrimKind::short_length;
         if (out.trim != TrimKind::none) {
             out.has_meth = MethHdr::decode(avail(off), out.meth) == WireError::ok;
+            out.has_tseth = out.has_meth && out.bth.ts &&
+                            TsethHdr::decode(avail(off + MethHdr::kSize), out.tseth) == WireError::ok;
             return WireError::ok;
         }
     }
@@ -241,7 +244,10 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
     if (is_data_opcode(op)) {
         if ((e = take(out.meth)) != WireError::ok) return e;
         out.has_meth = true;
-        if (out.bth.ts && (e = take(out.tseth)) != WireError::ok) return e;
+        if (out.bth.ts) {
+            if ((e = take(out.tseth)) != WireError::ok) return e;
+            out.has_tseth = true;
+        }
         if ((e = take(out.reth)) != WireError::ok) return e;
         if (carries_imm(op) && (e = take(out.imm)) != WireError::ok) return e;
     } else {

@@ -115,7 +115,8 @@ struct ParsedFrame {
     Ipv6Hdr ip{};             ///< the IPv6 header before UDP
     UdpHdr udp{};
     BthHdr bth{};
-    bool has_meth = false;
+    bool has_meth = false;    ///< METH decoded (always for untrimmed data; if it survived a trim)
+    bool has_tseth = false;   ///< TSETH decoded (BTH.TS set and, for a trim, it survived)
     MethHdr meth{};
     TsethHdr tseth{};
     RethHdr reth{};

@@ -164,7 +164,7 @@ struct NethHdr {
 /// carries the sender's next PSN for information only.
 struct PethHdr {
     static constexpr std::size_t kSize = 16;
-    std::uint32_t probe_id = 0;     ///< sender-chosen, echoed in the answering SACK's ack_psn_offset/EV
+    std::uint32_t probe_id = 0;     ///< sender-chosen; the answering SACK echoes its low 16 bits in ack_psn_offset and this EV in ev
     std::uint32_t ev = 0;           ///< EV this probe travels on (also in UDP sport / flow label)
     std::uint16_t src_conn_id = 0;
     std::uint16_t dst_conn_id = 0;
