@@ -48,6 +48,10 @@ std::uint32_t icrc_compute(std::span<const std::uint8_t> headers,
     return crc_update(crc, tail.data(), tail.size());
 }
 
+std::uint32_t icrc_extend(std::uint32_t crc, std::span<const std::uint8_t> more) noexcept {
+    return crc_update(crc, more.data(), more.size());
+}
+
 std::uint32_t icrc_compute(std::span<const std::uint8_t> covered) noexcept {
     return icrc_compute(covered, {});
 }

@@ -25,6 +25,10 @@ inline constexpr std::size_t kIcrcSize = 4;
 [[nodiscard]] std::uint32_t icrc_compute(std::span<const std::uint8_t> headers,
                                          std::span<const std::uint8_t> tail) noexcept;
 
+/// Continues a CRC returned by icrc_compute() over more covered bytes
+/// (payload pieces of a gather list, then pad).
+[[nodiscard]] std::uint32_t icrc_extend(std::uint32_t crc, std::span<const std::uint8_t> more) noexcept;
+
 /// True when the 4 bytes after `covered` hold its ICRC (`with_icrc` = covered + ICRC).
 [[nodiscard]] bool icrc_verify(std::span<const std::uint8_t> with_icrc) noexcept;
 

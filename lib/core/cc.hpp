@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Congestion control behind a small interface: per QP, window based,
+// clocked by SACKs. New algorithms implement CongestionControl.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/config.hpp"
+#include "core/types.hpp"
+
+namespace omrc::core {
+
+/// One SACK's worth of feedback.
+struct AckSample {
+    std::uint64_t acked_bytes = 0;  ///< payload newly acknowledged by this SACK
+    std::uint64_t rtt_ns = 0;       ///< from the echoed TSETH timestamp; 0 = no sample
+    bool ecn = false;               ///< the triggering packet carried CE
+    TimeNs now = 0;
+};
+
+class CongestionControl {
+public:
+    virtual ~CongestionControl() = default;
+    virtual void on_ack(const AckSample& s) = 0;
+    /// A trimmed packet was NACKed (congestion, not failure).
+    virtual void on_trim(TimeNs now) = 0;
+    /// Loss inferred or an EV timed out.
+    virtual void on_loss(TimeNs now) = 0;
+    [[nodiscard]] virtual std::uint64_t window_bytes() const = 0;
+    [[nodiscard]] virtual const char* name() const = 0;
+};
+
+/// Constant window.
+class FixedWindow final : public CongestionControl {
+public:
+    explicit FixedWindow(std::uint64_t window_bytes) : window_(window_bytes) {}
+    void on_ack(const AckSample&) override {}
+    void on_trim(TimeNs) override {}
+    void on_loss(TimeNs) override {}
+    [[nodiscard]] std::uint64_t window_bytes() const override { return window_; }
+    [[nodiscard]] const char* name() const override { return "fixed"; }
+
+private:
+    std::uint64_t window_;
+};
+
+/// NSCC: delay = rtt − base_rtt against a target; ECN echo; four cases
+/// (proportional increase, fair increase, hold, multiplicative decrease at
+/// most once per base RTT); quick adapt to the bytes delivered in the last
+/// RTT on trims/losses (at most once per RTT).
+class Nscc final : public CongestionControl {
+public:
+    Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes);
+    void on_ack(const AckSample& s) override;
+    void on_trim(TimeNs now) override { quick_adapt(now); }
+    void on_loss(TimeNs now) override { quick_adapt(now); }
+    [[nodiscard]] std::uint64_t window_bytes() const override { return static_cast<std::uint64_t>(cwnd_); }
+    [[nodiscard]] const char* name() const override { return "nscc"; }
+
+private:
+    void quick_adapt(TimeNs now);
+    double cwnd_;               ///< bytes
+    double min_cwnd_;           ///< one MTU
+    double max_cwnd_;           ///< max_window_bdp · BDP
+    std::uint64_t base_rtt_ns_;
+    std::uint64_t target_ns_;
+    TimeNs last_decrease_ns_ = 0;
+    TimeNs last_adapt_ns_ = 0;
+    TimeNs rtt_epoch_start_ns_ = 0;
+    std::uint64_t acked_this_epoch_ = 0;   ///< bytes acknowledged since rtt_epoch_start
+    std::uint64_t acked_last_epoch_ = 0;   ///< bytes acknowledged in the previous base RTT
+};
+
+std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes);
+
+}  // namespace omrc::core

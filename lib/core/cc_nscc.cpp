@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <algorithm>
+
+#include "core/cc.hpp"
+
+namespace omrc::core {
+
+Nscc::Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes)
+    : base_rtt_ns_(std::max<std::uint64_t>(cfg.base_rtt_ns, 1)),
+      target_ns_(static_cast<std::uint64_t>(static_cast<double>(cfg.base_rtt_ns) * cfg.target_delay_ratio)) {
+    const double bdp = static_cast<double>(cfg.link_rate_bps) / 8.0 * static_cast<double>(planes) *
+                       static_cast<double>(base_rtt_ns_) / 1e9;
+    min_cwnd_ = mtu_bytes;
+    max_cwnd_ = std::max(min_cwnd_, cfg.max_window_bdp * bdp);
+    cwnd_ = max_cwnd_;
+}
+
+void Nscc::on_ack(const AckSample& s) {
+    if (s.now >= rtt_epoch_start_ns_ + base_rtt_ns_) {
+        acked_last_epoch_ = acked_this_epoch_;
+        acked_this_epoch_ = 0;
+        rtt_epoch_start_ns_ = s.now;
+    }
+    acked_this_epoch_ += s.acked_bytes;
+    if (s.acked_bytes == 0) return;
+    const double acked = static_cast<double>(s.acked_bytes);
+    const std::uint64_t delay = s.rtt_ns > base_rtt_ns_ ? s.rtt_ns - base_rtt_ns_ : 0;
+    const bool have_rtt = s.rtt_ns != 0;
+    if (!s.ecn && (!have_rtt || delay < target_ns_)) {
+        // Proportional increase: the further below target, the faster.
+        const double headroom = have_rtt ? static_cast<double>(target_ns_ - delay) / static_cast<double>(target_ns_ ? target_ns_ : 1) : 1.0;
+        cwnd_ += acked * headroom;
+    } else if (!s.ecn) {
+        // Fair increase: about one MTU per window's worth of ACKs.
+        cwnd_ += min_cwnd_ * acked / cwnd_;
+    } else if (delay >= target_ns_ && s.now >= last_decrease_ns_ + base_rtt_ns_) {
+        // Multiplicative decrease, at most once per base RTT, by how far over target we are.
+        const double over = std::min(1.0, static_cast<double>(delay - target_ns_) / static_cast<double>(delay ? delay : 1));
+        cwnd_ *= 1.0 - 0.5 * over;
+        last_decrease_ns_ = s.now;
+    }
+    // ECN below target: hold.
+    cwnd_ = std::clamp(cwnd_, min_cwnd_, max_cwnd_);
+}
+
+void Nscc::quick_adapt(TimeNs now) {
+    if (now < last_adapt_ns_ + base_rtt_ns_ && last_adapt_ns_ != 0) return;
+    last_adapt_ns_ = now;
+    const double delivered = static_cast<double>(std::max(acked_last_epoch_, acked_this_epoch_));
+    cwnd_ = std::clamp(std::min(cwnd_, delivered), min_cwnd_, max_cwnd_);
+}
+
+std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes) {
+    if (cfg.algorithm == CcAlgorithm::fixed) return std::make_unique<FixedWindow>(cfg.fixed_window_bytes);
+    return std::make_unique<Nscc>(cfg, planes, mtu_bytes);
+}
+
+}  // namespace omrc::core

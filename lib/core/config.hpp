@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Engine and connection configuration. Every field has a unit in its name
+// and a default that works on the loopback driver.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "routing/fabric.hpp"
+#include "wire/ethernet.hpp"
+#include "wire/frame.hpp"
+#include "wire/ipv6.hpp"
+
+namespace omrc::core {
+
+inline constexpr std::uint32_t kMaxPlanes = routing::kMaxPlanes;
+using PlaneMacs = std::array<wire::MacAddr, kMaxPlanes>;
+
+/// How a QP chooses the EV of each packet.
+enum class PathPolicy : std::uint8_t {
+    ecmp,      ///< one EV for the whole QP: the classic single-path RoCE baseline
+    spray,     ///< oblivious rotation over the active set (only planes that are down are avoided)
+    adaptive,  ///< MRC: rotation that skips, retires and probes EVs by their state
+};
+
+enum class CcAlgorithm : std::uint8_t {
+    fixed,  ///< constant window (tests, baselines)
+    nscc,   ///< NSCC (delay + ECN, quick adapt on trims)
+};
+
+struct CcConfig {
+    CcAlgorithm algorithm = CcAlgorithm::nscc;
+    std::uint64_t fixed_window_bytes = 4u << 20;  ///< fixed: the window; nscc: unused
+    std::uint64_t base_rtt_ns = 10'000;           ///< nscc: unloaded round trip
+    std::uint64_t link_rate_bps = 100'000'000'000; ///< nscc: one plane's rate; BDP = rate · base_rtt · planes
+    double target_delay_ratio = 0.75;             ///< nscc: target queueing delay as a fraction of base_rtt
+    double max_window_bdp = 1.5;                  ///< nscc: initial and maximum window in BDPs
+};
+
+/// Per-endpoint engine configuration.
+struct EngineConfig {
+    std::uint32_t planes = 8;                  ///< NIC ports, one per plane (≤ kMaxPlanes)
+    wire::FrameMode mode = wire::FrameMode::plain;
+    PlaneMacs local_macs{};                    ///< our MAC on each plane
+    wire::Ipv6Addr local_addr{};               ///< inner (plain: only) IPv6 source
+    routing::FabricDesc fabric{};              ///< srv6 mode: the fabric and our host index in it
+    std::uint32_t local_host = 0;
+    std::uint64_t seed = 1;                    ///< engine RNG seed (rkeys are the verbs layer's)
+    bool compute_icrc = true;                  ///< false: ICRC field left zero (simulation without payload)
+    bool verify_icrc = true;
+    std::uint8_t dscp_data = wire::kDscpData;
+    std::uint8_t dscp_control = wire::kDscpControl;
+
+    // Receiver ACK policy.
+    std::uint32_t ack_every_pkts = 4;          ///< SACK at least every N in-order data packets
+    std::uint64_t ack_delay_ns = 2'000;        ///< ... or this long after the first unacknowledged one
+
+    // Paths.
+    std::uint64_t ev_timeout_ns = 200'000;     ///< oldest unacked packet on an EV older than this → EV failed
+    std::uint64_t probe_interval_ns = 50'000;  ///< probe period of an ASSUMED_BAD EV
+    std::uint32_t probe_successes_to_restore = 3;
+    std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
+    std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down
+
+    std::uint32_t max_qps = 1024;
+};
+
+/// Capacities fixed at QP creation (ibverbs qp_init_attr.cap).
+struct QpCaps {
+    std::uint32_t max_send_wr = 256;
+    std::uint32_t max_recv_wr = 256;
+    std::uint32_t max_send_sge = 4;   ///< ≤ wire::GatherFrame::kMaxSegments
+    std::uint32_t max_recv_sge = 1;
+    std::uint32_t max_inline_data = 256;
+};
+
+/// Attributes for RESET→INIT→RTR→RTS (ibverbs ibv_qp_attr, the parts OpenMRC uses).
+struct QpAttr {
+    // INIT
+    std::uint32_t access_flags = 0;     ///< remote access this QP allows (AccessFlags)
+    std::uint32_t pd = 0;               ///< protection domain handle
+    // RTR
+    std::uint32_t dest_qp_num = 0;      ///< peer QPN (24 bits)
+    std::uint32_t rq_psn = 0;           ///< first PSN expected from the peer
+    std::uint16_t dest_conn_id = 0;     ///< peer's connection id (learnt out of band)
+    wire::Ipv6Addr peer_addr{};         ///< peer NIC inner IPv6 address
+    PlaneMacs peer_macs{};              ///< next-hop MAC per plane
+    std::uint32_t peer_host = 0;        ///< srv6 mode: peer host index in the fabric
+    std::uint32_t mtu_bytes = 4096;     ///< payload per packet: 256..4096, multiple of 64
+    std::uint32_t mpr = 8;              ///< receive window in units of 128 packets (1..32)
+    PathPolicy policy = PathPolicy::adaptive;
+    std::uint32_t evs = 128;            ///< active EVs, split equally over planes (≥ planes)
+    std::uint32_t backup_evs = 32;      ///< known-good spares kept per QP
+    // RTS
+    std::uint32_t sq_psn = 0;           ///< our first PSN
+    std::uint64_t timeout_ns = 4'000'000;  ///< no progress for timeout · (retry_cnt + 1) → RETRY_EXC_ERR
+    std::uint32_t retry_cnt = 7;
+    CcConfig cc{};
+};
+
+/// Bits of QpAttr a modify call sets (ibverbs attr_mask).
+enum QpAttrMask : std::uint32_t {
+    kAttrState = 1u << 0,
+    kAttrAccess = 1u << 1,
+    kAttrPath = 1u << 2,      ///< peer address, MACs, peer host, policy, evs
+    kAttrDestQpn = 1u << 3,
+    kAttrRqPsn = 1u << 4,
+    kAttrMtu = 1u << 5,
+    kAttrMpr = 1u << 6,
+    kAttrSqPsn = 1u << 7,
+    kAttrTimeout = 1u << 8,
+    kAttrRetryCnt = 1u << 9,
+    kAttrCc = 1u << 10,
+};
+
+}  // namespace omrc::core

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Engine: construction, commands (QP lifecycle, posting, link events),
+// frame dispatch, timers and the transmit/completion queues. The sender and
+// receiver halves live in engine_tx.cpp and engine_rx.cpp.
+#include "core/engine.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "core/psn.hpp"
+#include "routing/fabric.hpp"
+
+namespace omrc::core {
+
+const char* to_string(DropReason r) noexcept {
+    switch (r) {
+        case DropReason::no_qp: return "no_qp";
+        case DropReason::bad_state: return "bad_state";
+        case DropReason::wrong_source: return "wrong_source";
+        case DropReason::out_of_window: return "out_of_window";
+        case DropReason::duplicate: return "duplicate";
+        case DropReason::bad_conn_id: return "bad_conn_id";
+        case DropReason::forged_ack: return "forged_ack";
+        case DropReason::stale_ack: return "stale_ack";
+        case DropReason::remote_access: return "remote_access";
+        case DropReason::bad_length: return "bad_length";
+        case DropReason::trimmed: return "trimmed";
+        case DropReason::unexpected: return "unexpected";
+        case DropReason::count_: break;
+    }
+    return "unknown";
+}
+
+namespace {
+constexpr std::uint32_t kQpIndexBits = 12;
+constexpr std::uint32_t kQpIndexMask = (1u << kQpIndexBits) - 1;
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
+    : cfg_(cfg), memory_(memory), rng_(cfg.seed) {
+    cfg_.planes = std::clamp<std::uint32_t>(cfg_.planes, 1, kMaxPlanes);
+    cfg_.max_qps = std::clamp<std::uint32_t>(cfg_.max_qps, 1, kQpIndexMask + 1);
+    qps_.resize(cfg_.max_qps);
+    local_up_ = (cfg_.planes >= 32) ? ~0u : ((1u << cfg_.planes) - 1);
+}
+
+Engine::~Engine() = default;
+
+SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
+    return std::visit(
+        [&](const auto& c) -> SubmitResult {
+            using T = std::decay_t<decltype(c)>;
+            if constexpr (std::is_same_v<T, CmdCreateQp>) return create_qp(c, now);
+            else if constexpr (std::is_same_v<T, CmdModifyQp>) return modify_qp(c, now);
+            else if constexpr (std::is_same_v<T, CmdDestroyQp>) return destroy_qp(c);
+            else if constexpr (std::is_same_v<T, CmdPostSend>) return post_send(c, now);
+            else if constexpr (std::is_same_v<T, CmdPostRecv>) return post_recv(c);
+            else if constexpr (std::is_same_v<T, CmdLinkChange>) return link_change(c, now);
+            else {
+                Qp* qp = qp_by_num(c.qpn);
+                if (qp == nullptr) return {EINVAL};
+                return {qp->paths.deny(c.ev, rng_) ? kOk : ENOENT};
+            }
+        },
+        cmd);
+}
+
+Qp* Engine::qp_by_num(std::uint32_t qpn) noexcept {
+    Qp* qp = qps_[qpn & kQpIndexMask].get();
+    return (qp != nullptr && qp->qpn == qpn) ? qp : nullptr;
+}
+
+const Qp* Engine::find_qp(std::uint32_t qpn) const noexcept {
+    const Qp* qp = qps_[qpn & kQpIndexMask].get();
+    return (qp != nullptr && qp->qpn == qpn) ? qp : nullptr;
+}
+
+QpInfo Engine::qp_info(std::uint32_t qpn) const noexcept {
+    const Qp* qp = find_qp(qpn);
+    if (qp == nullptr) return {};
+    return {qp->qpn, qp->conn_id, qp->state};
+}
+
+SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
+    if (c.caps.max_send_wr == 0 || c.caps.max_send_wr > 65536 || c.caps.max_recv_wr > 65536 ||
+        c.caps.max_send_sge > kMaxSge || c.caps.max_inline_data > 4096)
+        return {EINVAL};
+    auto slot = std::find(qps_.begin(), qps_.end(), nullptr);
+    if (slot == qps_.end()) return {ENOMEM};
+    auto qp = std::make_unique<Qp>();
+    const auto index = static_cast<std::uint32_t>(slot - qps_.begin());
+    // A generation in the high bits keeps a destroyed QP's number from being
+    // reused soon (stale packets then find no QP).
+    qpn_generation_ = (qpn_generation_ % 4095) + 1;
+    qp->qpn = (qpn_generation_ << kQpIndexBits) | index;
+    do {
+        qp->conn_id = static_cast<std::uint16_t>(rng_.next_u32());
+    } while (qp->conn_id == 0);
+    qp->caps = c.caps;
+    qp->sq.resize(c.caps.max_send_wr);
+    const std::uint32_t qpn = qp->qpn;
+    *slot = std::move(qp);
+    return {kOk, qpn};
+}
+
+SubmitResult Engine::destroy_qp(const CmdDestroyQp& c) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr) return {EINVAL};
+    qps_[c.qpn & kQpIndexMask].reset();
+    return {kOk};
+}
+
+void Engine::prepare_specs(Qp& qp) {
+    wire::FrameSpec s{};
+    s.mode = cfg_.mode;
+    s.ip.src = cfg_.local_addr;
+    s.ip.dst = qp.attr.peer_addr;
+    s.ip.hop_limit = 64;
+    s.outer.src = cfg_.local_addr;
+    s.outer.hop_limit = 64;
+    s.bth.dest_qp = qp.attr.dest_qp_num;
+    qp.ctrl_spec = s;
+    qp.ctrl_spec.ip.set_dscp(cfg_.dscp_control);
+    qp.ctrl_spec.outer.set_dscp(cfg_.dscp_control);
+    qp.data_spec = s;
+    qp.data_spec.ip.set_dscp(cfg_.dscp_data);
+    qp.data_spec.ip.set_ecn(2);  // ECT(0): switches may mark CE
+    qp.data_spec.outer.set_dscp(cfg_.dscp_data);
+    qp.data_spec.outer.set_ecn(2);
+    qp.data_spec.bth.ts = true;
+    if (cfg_.mode == wire::FrameMode::srv6)
+        (void)routing::UsidTemplate::make(cfg_.fabric, cfg_.local_host, qp.attr.peer_host, qp.usid_template);
+}
+
+SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr) return {EINVAL};
+    const QpState from = qp->state, to = c.state;
+    auto need = [&](std::uint32_t bits) { return (c.mask & bits) == bits; };
+    const QpAttr& a = c.attr;
+    if (to == QpState::err) {
+        enter_error(*qp, WcStatus::wr_flush_err, now);
+        return {kOk};
+    }
+    if (to == QpState::reset) {
+        const std::uint32_t qpn = qp->qpn;
+        const std::uint16_t conn = qp->conn_id;
+        const QpCaps caps = qp->caps;
+        *qp = Qp{};
+        qp->qpn = qpn;
+        qp->conn_id = conn;
+        qp->caps = caps;
+        qp->sq.resize(caps.max_send_wr);
+        return {kOk};
+    }
+    if (from == QpState::reset && to == QpState::init) {
+        if (!need(kAttrAccess)) return {EINVAL};
+        qp->attr.access_flags = a.access_flags;
+        qp->attr.pd = a.pd;
+        qp->state = QpState::init;
+        return {kOk};
+    }
+    if (from == QpState::init && to == QpState::rtr) {
+        if (!need(kAttrDestQpn | kAttrRqPsn | kAttrPath | kAttrMtu)) return {EINVAL};
+        if (a.mtu_bytes < 64 || a.mtu_bytes > 4096 || a.mtu_bytes % 64 != 0) return {EINVAL};
+        if (a.dest_qp_num > 0xFFFFFF || a.rq_psn > 0xFFFFFF || a.evs == 0) return {EINVAL};
+        const std::uint32_t mpr = (c.mask & kAttrMpr) ? a.mpr : qp->attr.mpr;
+        if (mpr == 0 || mpr > 32 || !std::has_single_bit(mpr)) return {EINVAL};
+        if (cfg_.mode == wire::FrameMode::srv6 && a.peer_host >= cfg_.fabric.hosts()) return {EINVAL};
+        const std::uint32_t access = qp->attr.access_flags, pd = qp->attr.pd;
+        qp->attr = a;
+        qp->attr.access_flags = access;
+        qp->attr.pd = pd;
+        qp->attr.mpr = mpr;
+        qp->rcv_window = mpr * 128;
+        qp->rcv_bitmap.assign(qp->rcv_window / 64, 0);
+        qp->rcv_cack = psn_add(a.rq_psn, -1);
+        qp->window_pkts = qp->rcv_window;
+        qp->pkts.assign(qp->rcv_window, TxPkt{});
+        qp->pkt_mask = qp->rcv_window - 1;
+        qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, cfg_.ev_track_depth, qp->qpn, rng_);
+        prepare_specs(*qp);
+        qp->state = QpState::rtr;
+        return {kOk};
+    }
+    if (from == QpState::rtr && to == QpState::rts) {
+        if (!need(kAttrSqPsn)) return {EINVAL};
+        if (a.sq_psn > 0xFFFFFF) return {EINVAL};
+        qp->snd_una = qp->snd_nxt = a.sq_psn;
+        if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
+        if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
+        if (c.mask & kAttrCc) qp->attr.cc = a.cc;
+        qp->attr.sq_psn = a.sq_psn;
+        qp->cc = make_cc(qp->attr.cc, cfg_.planes, qp->attr.mtu_bytes);
+        qp->last_progress_ns = now;
+        qp->state = QpState::rts;
+        return {kOk};
+    }
+    if (from == to && from != QpState::reset) {
+        // Attribute-only modify in the same state: timeouts and CC may change.
+        if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
+        if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
+        return {kOk};
+    }
+    return {EINVAL};
+}
+
+SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr) return {EINVAL, 0, 0};
+    for (std::size_t i = 0; i < c.wrs.size(); ++i) {
+        const SendRequest& wr = c.wrs[i];
+        if (qp->state != QpState::rts && qp->state != QpState::err) return {EINVAL, 0, i};
+        if (wr.sge_count > qp->caps.max_send_sge) return {EINVAL, 0, i};
+        std::uint64_t len = 0;
+        for (std::size_t s = 0; s < wr.sge_count; ++s) len += wr.sges[s].len;
+        if (len > (1ull << 31)) return {EINVAL, 0, i};
+        if (wr.is_inline && len > qp->caps.max_inline_data) return {EINVAL, 0, i};
+        if (qp->sq_count == qp->sq.size()) return {ENOMEM, 0, i};
+        if (qp->state == QpState::err) {
+            complete({wr.wr_id, qp->qpn, WcStatus::wr_flush_err, WcOpcode::rdma_write, false, 0, 0});
+            continue;
+        }
+        const std::uint32_t slot = (qp->sq_head + qp->sq_count) % static_cast<std::uint32_t>(qp->sq.size());
+        SendMsg& m = qp->sq[slot];
+        m.req = wr;
+        m.length = static_cast<std::uint32_t>(len);
+        if (wr.is_inline) {
+            // The caller may reuse an inline buffer as soon as post returns.
+            m.inline_copy.resize(len);
+            std::size_t off = 0;
+            for (std::size_t s = 0; s < wr.sge_count; ++s) {
+                if (wr.sges[s].len) std::memcpy(m.inline_copy.data() + off, wr.sges[s].addr, wr.sges[s].len);
+                off += wr.sges[s].len;
+            }
+            m.req.sge_count = len ? 1 : 0;
+            m.req.sges[0] = {m.inline_copy.data(), static_cast<std::uint32_t>(len)};
+        }
+        m.npkts = std::max<std::uint32_t>(1, (m.length + qp->attr.mtu_bytes - 1) / qp->attr.mtu_bytes);
+        m.msn = qp->next_msn++;
+        m.rqmsn = wr.with_imm ? qp->next_rqmsn++ : qp->next_rqmsn;
+        if (qp->sq_unsegmented == 0) {
+            qp->seg_msg = slot;
+            qp->seg_offset = 0;
+        }
+        ++qp->sq_count;
+        ++qp->sq_unsegmented;
+        if (qp->snd_una == qp->snd_nxt && qp->sq_unsegmented == 1) qp->last_progress_ns = now;
+    }
+    return {kOk};
+}
+
+SubmitResult Engine::post_recv(const CmdPostRecv& c) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr) return {EINVAL, 0, 0};
+    for (std::size_t i = 0; i < c.wrs.size(); ++i) {
+        if (qp->state == QpState::reset) return {EINVAL, 0, i};
+        if (qp->rq.size() >= qp->caps.max_recv_wr) return {ENOMEM, 0, i};
+        if (qp->state == QpState::err) {
+            complete({c.wrs[i].wr_id, qp->qpn, WcStatus::wr_flush_err, WcOpcode::recv_rdma_with_imm, false, 0, 0});
+            continue;
+        }
+        qp->rq.push_back(c.wrs[i]);
+    }
+    deliver_imms(*qp);
+    return {kOk};
+}
+
+std::uint32_t Engine::usable_planes(const Qp& qp) const noexcept {
+    return local_up_ & peer_plane_mask(qp.attr.peer_addr);
+}
+
+std::uint32_t Engine::peer_plane_mask(const wire::Ipv6Addr& peer) const noexcept {
+    for (const auto& p : peer_ports_)
+        if (p.addr == peer) return p.up_mask;
+    return ~0u;
+}
+
+SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
+    if (c.plane >= cfg_.planes) return {EINVAL};
+    const std::uint32_t bit = 1u << c.plane;
+    const std::uint32_t before = local_up_;
+    local_up_ = c.up ? (local_up_ | bit) : (local_up_ & ~bit);
+    if (before == local_up_) return {kOk};
+    if (!c.up) {
+        // Everything in flight on that port is gone: resend it elsewhere now.
+        for (auto& qp : qps_) {
+            if (!qp || qp->state != QpState::rts) continue;
+            for (std::size_t s = 0; s < qp->paths.size(); ++s) {
+                if (qp->paths.slot(s).plane != c.plane) continue;
+                for (std::uint32_t i = 0; i < qp->paths.tracked(s); ++i) {
+                    std::uint32_t psn;
+                    std::uint64_t seq;
+                    qp->paths.tracked_at(s, i, psn, seq);
+                    TxPkt& p = qp->pkt(psn);
+                    if (p.tx_seq == seq && !p.acked) mark_lost(*qp, psn, false);
+                }
+                qp->paths.clear_tracked(s);
+            }
+        }
+    }
+    send_port_status(now);
+    port_status_next_ns_ = (local_up_ != ((1u << cfg_.planes) - 1)) ? now + cfg_.port_status_repeat_ns : kNever;
+    return {kOk};
+}
+
+void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
+    if (qp.state == QpState::err) return;
+    qp.state = QpState::err;
+    // Every outstanding send WR completes, signalled or not: the first with
+    // the error that ended the QP, the rest flushed (ibverbs semantics).
+    bool first = first_status != WcStatus::wr_flush_err;
+    const auto n = static_cast<std::uint32_t>(qp.sq.size());
+    for (std::uint32_t k = 0; k < qp.sq_count; ++k) {
+        const SendMsg& m = qp.sq[(qp.sq_head + k) % n];
+        complete({m.req.wr_id, qp.qpn, first ? first_status : WcStatus::wr_flush_err, WcOpcode::rdma_write, false, 0, 0});
+        first = false;
+    }
+    qp.sq_count = qp.sq_unsegmented = 0;
+    for (const auto& r : qp.rq)
+        complete({r.wr_id, qp.qpn, WcStatus::wr_flush_err, WcOpcode::recv_rdma_with_imm, false, 0, 0});
+    qp.rq.clear();
+    qp.imms.clear();
+    qp.resend.clear();
+    qp.inflight_bytes = 0;
+    qp.snd_una = qp.snd_nxt;
+    qp.ack_deadline = kNever;
+    qp.next_scan_ns = kNever;
+}
+
+std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
+    std::size_t n = 0;
+    while (n < out.size() && !ctrl_.empty()) {
+        out[n++] = ctrl_.front();
+        ctrl_.pop_front();
+        ++stats_.tx_ctrl_frames;
+    }
+    const auto q = static_cast<std::uint32_t>(qps_.size());
+    while (n < out.size()) {
+        bool progressed = false;
+        for (std::uint32_t k = 0; k < q && n < out.size(); ++k) {
+            Qp* qp = qps_[(tx_cursor_ + k) % q].get();
+            if (qp == nullptr || qp->state != QpState::rts) continue;
+            if (send_one_data(*qp, out[n], now)) {
+                ++n;
+                progressed = true;
+            }
+        }
+        tx_cursor_ = (tx_cursor_ + 1) % q;
+        if (!progressed) break;
+    }
+    stats_.tx_frames += n;
+    return n;
+}
+
+std::size_t Engine::poll_completions(std::span<Completion> out) {
+    std::size_t n = 0;
+    while (n < out.size() && !completions_.empty()) {
+        out[n++] = completions_.front();
+        completions_.pop_front();
+    }
+    return n;
+}
+
+TimeNs Engine::next_wakeup() const noexcept {
+    TimeNs t = port_status_next_ns_;
+    for (const auto& qp : qps_) {
+        if (!qp) continue;
+        t = std::min({t, qp->ack_deadline, qp->next_scan_ns});
+    }
+    return t;
+}
+
+void Engine::on_timer(TimeNs now) {
+    for (auto& qp : qps_) {
+        if (!qp) continue;
+        if (qp->ack_deadline <= now) send_sack(*qp, now);
+        if (qp->next_scan_ns <= now) sender_timers(*qp, now);
+    }
+    if (port_status_next_ns_ <= now) {
+        send_port_status(now);
+        port_status_next_ns_ = (local_up_ != ((1u << cfg_.planes) - 1)) ? now + cfg_.port_status_repeat_ns : kNever;
+    }
+}
+
+void Engine::on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, TimeNs now) {
+    ++stats_.rx_frames;
+    (void)plane;
+    wire::ParsedFrame f;
+    const wire::ParseOptions opts{.verify_icrc = cfg_.verify_icrc};
+    const wire::WireError e = wire::parse_frame(frame, opts, f);
+    if (e != wire::WireError::ok) {
+        ++stats_.rx_wire_errors[static_cast<std::size_t>(e)];
+        return;
+    }
+    const wire::Opcode op = f.bth.opcode;
+    if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
+        on_endpoint(f, now);
+        return;
+    }
+    Qp* qp = qp_by_num(f.bth.dest_qp);
+    if (qp == nullptr) return drop(DropReason::no_qp);
+    if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
+        return drop(DropReason::bad_state);
+    if (f.ip.src != qp->attr.peer_addr) return drop(DropReason::wrong_source);
+    if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
+    switch (op) {
+        case wire::Opcode::sack:
+            if (qp->state != QpState::rts) return drop(DropReason::bad_state);
+            return on_sack(*qp, f, now);
+        case wire::Opcode::nack:
+            if (qp->state != QpState::rts) return drop(DropReason::bad_state);
+            return on_nack(*qp, f, now);
+        case wire::Opcode::ack:
+            if (qp->state != QpState::rts) return drop(DropReason::bad_state);
+            return on_aeth(*qp, f, now);
+        case wire::Opcode::probe: return on_probe(*qp, f, now);
+        default: return on_data(*qp, f, now);
+    }
+}
+
+}  // namespace omrc::core

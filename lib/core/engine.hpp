@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The sans-IO engine: all connections of one endpoint. It never reads a
+// clock, calls the kernel, starts a thread or touches a NIC: time comes in
+// as `now` (ns), randomness from its own seeded Rng, frames in through
+// on_rx() and out through poll_tx(), completions through poll_completions().
+// One thread drives an Engine at a time (the "owning thread").
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/qp.hpp"
+#include "core/rng.hpp"
+#include "core/stats.hpp"
+#include "core/types.hpp"
+#include "wire/gather_frame.hpp"
+
+namespace omrc::core {
+
+/// errno-style results (0 = success; positive errno values).
+inline constexpr int kOk = 0;
+/// Control frames queued beyond this are dropped and counted (ctrl_queue_overflow).
+inline constexpr std::size_t kCtrlQueueLimit = 8192;
+
+/// Commands accepted by submit().
+struct CmdCreateQp { QpCaps caps{}; };
+struct CmdModifyQp { std::uint32_t qpn = 0; QpState state = QpState::init; QpAttr attr{}; std::uint32_t mask = 0; };
+struct CmdDestroyQp { std::uint32_t qpn = 0; };
+struct CmdPostSend { std::uint32_t qpn = 0; std::span<const SendRequest> wrs{}; };
+struct CmdPostRecv { std::uint32_t qpn = 0; std::span<const RecvRequest> wrs{}; };
+struct CmdLinkChange { std::uint32_t plane = 0; bool up = true; };
+struct CmdDenyEv { std::uint32_t qpn = 0; std::uint32_t ev = 0; };
+using Command = std::variant<CmdCreateQp, CmdModifyQp, CmdDestroyQp, CmdPostSend, CmdPostRecv, CmdLinkChange, CmdDenyEv>;
+
+struct SubmitResult {
+    int err = kOk;               ///< errno value
+    std::uint32_t qpn = 0;       ///< CmdCreateQp: the new QP
+    std::size_t bad_index = 0;   ///< post commands: first WR not accepted when err != 0
+};
+
+/// What out-of-band connection setup needs to know about a local QP.
+struct QpInfo {
+    std::uint32_t qpn = 0;
+    std::uint16_t conn_id = 0;
+    QpState state = QpState::reset;
+};
+
+class Engine {
+public:
+    Engine(const EngineConfig& cfg, PlacementTarget* memory);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    /// A received frame from `plane`. The frame is not referenced after return.
+    void on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, TimeNs now);
+    /// Runs every timer due at `now`.
+    void on_timer(TimeNs now);
+    /// Verbs-layer commands (QP lifecycle, posting, link events).
+    SubmitResult submit(const Command& cmd, TimeNs now);
+    /// Frames ready to send. Payload segments point into registered memory
+    /// and must stay readable until the driver releases them.
+    std::size_t poll_tx(std::span<wire::GatherFrame> out, TimeNs now);
+    std::size_t poll_completions(std::span<Completion> out);
+    /// Earliest time on_timer() has work; kNever when idle.
+    [[nodiscard]] TimeNs next_wakeup() const noexcept;
+
+    [[nodiscard]] const EngineStats& stats() const noexcept { return stats_; }
+    [[nodiscard]] const Qp* find_qp(std::uint32_t qpn) const noexcept;
+    [[nodiscard]] QpInfo qp_info(std::uint32_t qpn) const noexcept;
+    [[nodiscard]] const EngineConfig& config() const noexcept { return cfg_; }
+    /// Local ports (planes) that are up, bit p = plane p.
+    [[nodiscard]] std::uint32_t local_plane_mask() const noexcept { return local_up_; }
+    /// Planes a peer said are up (port-status updates); all planes until told otherwise.
+    [[nodiscard]] std::uint32_t peer_plane_mask(const wire::Ipv6Addr& peer) const noexcept;
+
+private:
+    // engine.cpp: commands and lifecycle
+    SubmitResult create_qp(const CmdCreateQp& c, TimeNs now);
+    SubmitResult modify_qp(const CmdModifyQp& c, TimeNs now);
+    SubmitResult destroy_qp(const CmdDestroyQp& c);
+    SubmitResult post_send(const CmdPostSend& c, TimeNs now);
+    SubmitResult post_recv(const CmdPostRecv& c);
+    SubmitResult link_change(const CmdLinkChange& c, TimeNs now);
+    Qp* qp_by_num(std::uint32_t qpn) noexcept;
+    void enter_error(Qp& qp, WcStatus first_status, TimeNs now);
+    void complete(const Completion& c) { completions_.push_back(c); }
+    void prepare_specs(Qp& qp);
+    std::uint32_t usable_planes(const Qp& qp) const noexcept;
+
+    // engine_tx.cpp: sender
+    bool send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now);
+    void build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out, TimeNs now);
+    void on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    void on_nack(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    void on_aeth(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    void mark_lost(Qp& qp, std::uint32_t psn, bool front);
+    void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes);
+    void infer_losses_on_path(Qp& qp, std::size_t slot, std::uint64_t acked_tx_seq, TimeNs now);
+    void advance_una(Qp& qp, TimeNs now);
+    void sender_timers(Qp& qp, TimeNs now);
+    void send_probe(Qp& qp, BadEv& bad, TimeNs now);
+
+    // engine_rx.cpp: receiver
+    void on_data(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    void on_trimmed(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    void on_probe(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    void on_endpoint(const wire::ParsedFrame& f, TimeNs now);
+    void deliver_imms(Qp& qp);
+    void send_sack(Qp& qp, TimeNs now, bool probe_answer = false, std::uint32_t probe_ev = 0,
+                   std::uint32_t probe_id = 0);
+    void send_nack(Qp& qp, std::uint32_t psn, std::uint32_t ev, std::uint16_t ts, wire::NackReason reason);
+    void send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t msn);
+    void send_port_status(TimeNs now);
+    std::uint8_t reverse_plane(Qp& qp) noexcept;
+    wire::GatherFrame* ctrl_slot();
+    void finish_ctrl(wire::GatherFrame& g, const wire::FrameSpec& spec);
+    void drop(DropReason r) noexcept { ++stats_.rx_drops[static_cast<std::size_t>(r)]; }
+
+    EngineConfig cfg_;
+    PlacementTarget* memory_;
+    Rng rng_;
+    EngineStats stats_{};
+    std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn & 0xFFF
+    std::uint32_t qpn_generation_ = 1;
+    std::uint32_t tx_cursor_ = 0;            ///< round-robin over QPs in poll_tx
+    std::deque<wire::GatherFrame> ctrl_;     ///< control frames waiting for poll_tx
+    std::deque<Completion> completions_;
+    std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
+    struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };
+    std::vector<PeerPorts> peer_ports_;
+    std::uint32_t port_status_seq_ = 0;
+    TimeNs port_status_next_ns_ = kNever;
+};
+
+}  // namespace omrc::core

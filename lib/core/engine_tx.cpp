@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Engine, sender half: segmentation, path choice, frame building,
+// SACK/NACK/AETH processing, loss inference, EV timers, probes.
+#include <algorithm>
+#include <cstring>
+
+#include "core/engine.hpp"
+#include "core/psn.hpp"
+#include "wire/icrc.hpp"
+
+namespace omrc::core {
+
+namespace {
+wire::Opcode data_opcode(const SendMsg& m, std::uint32_t index) noexcept {
+    const bool imm = m.req.with_imm;
+    if (m.npkts == 1) return imm ? wire::Opcode::write_only_imm : wire::Opcode::write_only;
+    if (index == 0) return wire::Opcode::write_first;
+    if (index + 1 == m.npkts) return imm ? wire::Opcode::write_last_imm : wire::Opcode::write_last;
+    return wire::Opcode::write_middle;
+}
+std::uint16_t ts_ticks(TimeNs now) noexcept {
+    return static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs);
+}
+}  // namespace
+
+bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
+    const std::uint32_t planes = usable_planes(qp);
+    const std::uint64_t cwnd = qp.cc ? qp.cc->window_bytes() : UINT64_MAX;
+    // Retransmissions first.
+    while (!qp.resend.empty()) {
+        const std::uint32_t psn = qp.resend.front();
+        TxPkt& p = qp.pkt(psn);
+        if (p.acked || !p.lost || psn_diff(psn, qp.snd_una) < 0 || psn_diff(psn, qp.snd_nxt) >= 0) {
+            qp.resend.pop_front();
+            if (!p.acked && psn_diff(psn, qp.snd_una) >= 0) p.lost = false;
+            continue;
+        }
+        if (qp.inflight_bytes > 0 && qp.inflight_bytes + p.len > cwnd) return false;
+        const int slot = qp.paths.select(planes);
+        if (slot < 0) return false;
+        qp.resend.pop_front();
+        p.lost = false;
+        p.ev_slot = static_cast<std::uint16_t>(slot);
+        build_data_frame(qp, psn, p, true, out, now);
+        return true;
+    }
+    if (qp.sq_unsegmented == 0) return false;
+    if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
+    SendMsg& m = qp.sq[qp.seg_msg];
+    const std::uint32_t len = std::min(qp.attr.mtu_bytes, m.length - qp.seg_offset);
+    if (qp.inflight_bytes > 0 && qp.inflight_bytes + len > cwnd) return false;
+    const int slot = qp.paths.select(planes);
+    if (slot < 0) return false;
+    const std::uint32_t psn = qp.snd_nxt;
+    if (qp.seg_offset == 0) m.first_psn = psn;
+    TxPkt& p = qp.pkt(psn);
+    p = TxPkt{};
+    p.msg_slot = qp.seg_msg;
+    p.offset = qp.seg_offset;
+    p.len = len;
+    p.ev_slot = static_cast<std::uint16_t>(slot);
+    qp.seg_offset += len;
+    if (qp.seg_offset >= m.length) {
+        qp.seg_msg = (qp.seg_msg + 1) % static_cast<std::uint32_t>(qp.sq.size());
+        qp.seg_offset = 0;
+        --qp.sq_unsegmented;
+    }
+    if (qp.snd_una == qp.snd_nxt) qp.last_progress_ns = now;  // the clock of the retry budget starts
+    qp.snd_nxt = psn_add(qp.snd_nxt, 1);
+    build_data_frame(qp, psn, p, false, out, now);
+    return true;
+}
+
+void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out,
+                              TimeNs now) {
+    const SendMsg& m = qp.sq[p.msg_slot];
+    EvSlot& slot = qp.paths.slot(p.ev_slot);
+    const std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, m.first_psn));
+    wire::FrameSpec& s = qp.data_spec;  // reused: only per-packet fields change
+    const std::uint8_t plane = slot.plane;
+    s.eth.src = cfg_.local_macs[plane];
+    s.eth.dst = qp.attr.peer_macs[plane];
+    s.ev = slot.ev;
+    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(slot.ev);
+    s.bth.opcode = data_opcode(m, index);
+    s.bth.psn = psn;
+    s.bth.rtx = retransmit;
+    s.bth.ack_req = index + 1 == m.npkts;
+    s.bth.solicited = false;
+    s.meth = {m.rqmsn, m.msn};
+    s.tseth = {ts_ticks(now), true, 0};
+    s.reth = {m.req.remote_addr + p.offset, m.req.rkey, m.length};
+    s.imm = {m.req.imm_data};
+    std::size_t hlen = 0;
+    (void)wire::build_headers(out.header, s, p.len, hlen);
+    out.header_len = static_cast<std::uint16_t>(hlen);
+    out.plane = plane;
+    // Gather the payload straight from the SGEs covering [offset, offset+len).
+    out.segment_count = 0;
+    std::uint32_t skip = p.offset, want = p.len;
+    for (std::size_t i = 0; i < m.req.sge_count && want > 0; ++i) {
+        const SgePiece& sge = m.req.sges[i];
+        if (skip >= sge.len) {
+            skip -= sge.len;
+            continue;
+        }
+        const std::uint32_t take = std::min(sge.len - skip, want);
+        out.segments[out.segment_count++] = {sge.addr + skip, take};
+        skip = 0;
+        want -= take;
+    }
+    const std::size_t pad = (4 - p.len % 4) % 4;
+    std::memset(out.tail.data(), 0, pad);
+    std::uint32_t crc = 0;
+    if (cfg_.compute_icrc) {
+        crc = wire::frame_icrc(std::span(out.header).first(hlen), cfg_.mode, {});
+        for (std::size_t i = 0; i < out.segment_count; ++i)
+            crc = wire::icrc_extend(crc, std::span(out.segments[i].data, out.segments[i].len));
+        crc = wire::icrc_extend(crc, std::span(out.tail).first(pad));
+    }
+    wire::store_le32(out.tail.data() + pad, crc);
+    out.tail_len = static_cast<std::uint8_t>(pad + 4);
+
+    p.tx_seq = ++qp.tx_seq;
+    p.sent_ns = now;
+    p.ev = slot.ev;
+    ++p.tx_count;
+    qp.inflight_bytes += p.len;
+    (void)qp.paths.track(p.ev_slot, psn, p.tx_seq);
+    ++slot.counters.sent;
+    if (retransmit) {
+        ++qp.stats.data_pkts_resent;
+    } else {
+        ++qp.stats.data_pkts_sent;
+        qp.stats.data_bytes_sent += p.len;
+    }
+    qp.next_scan_ns = std::min(qp.next_scan_ns, now + cfg_.ev_timeout_ns);
+}
+
+void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
+    TxPkt& p = qp.pkt(psn);
+    if (p.acked || p.lost) return;
+    p.lost = true;
+    qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
+    if (front) qp.resend.push_front(psn);
+    else qp.resend.push_back(psn);
+}
+
+void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs, std::uint64_t& acked_bytes) {
+    TxPkt& p = qp.pkt(psn);
+    if (p.acked || p.tx_count == 0) return;
+    p.acked = true;
+    if (!p.lost) qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
+    p.lost = false;
+    acked_bytes += p.len;
+    ++qp.stats.pkts_sacked;
+    EvSlot& slot = qp.paths.slot(p.ev_slot);
+    if (slot.ev == p.ev) {
+        ++slot.counters.acked;
+        // Only a packet sent once identifies which copy arrived.
+        if (p.tx_count == 1) slot.last_acked_tx_seq = std::max(slot.last_acked_tx_seq, p.tx_seq);
+    }
+}
+
+void Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, std::uint64_t acked_tx_seq, TimeNs now) {
+    // Packets on one EV follow one path, in order: anything sent on it before
+    // a packet that has now been acknowledged, and still unacknowledged, is lost.
+    bool lost_any = false;
+    while (qp.paths.tracked(slot_index) > 0) {
+        std::uint32_t psn;
+        std::uint64_t seq;
+        qp.paths.tracked_at(slot_index, 0, psn, seq);
+        if (seq > acked_tx_seq) break;
+        TxPkt& p = qp.pkt(psn);
+        qp.paths.pop_tracked(slot_index);
+        if (p.tx_seq != seq || p.acked || p.lost) continue;
+        if (seq < acked_tx_seq) {
+            mark_lost(qp, psn, false);
+            ++qp.stats.losses_path_order;
+            ++qp.paths.slot(slot_index).counters.lost;
+            lost_any = true;
+        }
+    }
+    if (lost_any) {
+        if (qp.cc) qp.cc->on_loss(now);
+        if (qp.paths.retire(slot_index, now, rng_)) ++qp.stats.ev_retirements;
+    }
+}
+
+void Engine::advance_una(Qp& qp, TimeNs now) {
+    bool moved = false;
+    while (qp.snd_una != qp.snd_nxt && qp.pkt(qp.snd_una).acked) {
+        qp.snd_una = psn_add(qp.snd_una, 1);
+        moved = true;
+    }
+    if (moved) qp.last_progress_ns = now;
+    // Complete messages in post order once all their packets are acknowledged.
+    const auto n = static_cast<std::uint32_t>(qp.sq.size());
+    while (qp.sq_count > qp.sq_unsegmented) {
+        const SendMsg& m = qp.sq[qp.sq_head];
+        const std::uint32_t last = psn_add(m.first_psn, m.npkts - 1);
+        if (psn_diff(last, qp.snd_una) >= 0) break;
+        if (m.req.signaled) {
+            complete({m.req.wr_id, qp.qpn, WcStatus::success, WcOpcode::rdma_write, false, m.length, 0});
+            ++qp.stats.send_completions;
+        }
+        qp.sq_head = (qp.sq_head + 1) % n;
+        --qp.sq_count;
+    }
+}
+
+void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
+    const wire::SethHdr& s = f.seth;
+    if (s.dst_conn_id != qp.conn_id || s.src_conn_id != qp.attr.dest_conn_id) return drop(DropReason::bad_conn_id);
+    ++qp.stats.sacks_received;
+    const bool probe_answer = (s.flags & wire::kSackFlagProbeResponse) != 0;
+    if (probe_answer) {
+        ++qp.stats.probe_answers;
+        if (qp.paths.on_probe_answer(s.ev, static_cast<std::uint16_t>(s.ack_psn_offset),
+                                     cfg_.probe_successes_to_restore))
+            ++qp.stats.ev_restorations;
+    }
+    const std::uint32_t last_sent = psn_add(qp.snd_nxt, -1);
+    // Validate everything before acting on anything.
+    if (psn_diff(s.cack_psn, last_sent) > 0) return drop(DropReason::forged_ack);
+    const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
+    if (s.bitmap != 0) {
+        const int highest = 63 - std::countr_zero(s.bitmap);  // bit 63 = base + 0
+        if (psn_diff(psn_add(base, highest), last_sent) > 0) return drop(DropReason::forged_ack);
+    }
+    if (s.mpr != 0) qp.window_pkts = std::min<std::uint32_t>(s.mpr * 128u, qp.pkt_mask + 1);
+
+    std::uint64_t acked_bytes = 0;
+    const bool stale = psn_diff(s.cack_psn, qp.snd_una) < -1;
+    if (stale) ++stats_.rx_drops[static_cast<std::size_t>(DropReason::stale_ack)];
+    if (!stale)
+        for (std::uint32_t psn = qp.snd_una; psn_diff(psn, s.cack_psn) <= 0; psn = psn_add(psn, 1))
+            ack_packet(qp, psn, now, acked_bytes);
+    for (int i = 0; i < 64; ++i) {
+        if (!((s.bitmap >> (63 - i)) & 1u)) continue;
+        const std::uint32_t psn = psn_add(base, i);
+        if (psn_diff(psn, qp.snd_una) < 0) continue;
+        ack_packet(qp, psn, now, acked_bytes);
+    }
+    // Path-order loss inference on the EV that carried the triggering packet.
+    if (!probe_answer) {
+        const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
+        if (psn_diff(trig, qp.snd_una) >= -static_cast<std::int32_t>(qp.window_pkts) && psn_diff(trig, qp.snd_nxt) < 0) {
+            TxPkt& t = qp.pkt(trig);
+            EvSlot& slot = qp.paths.slot(t.ev_slot);
+            if (t.acked && t.ev == s.ev && slot.ev == s.ev) {
+                if (s.flags & wire::kSackFlagEcnEcho) {
+                    ++qp.stats.ecn_echoes;
+                    ++slot.counters.ecn;
+                    qp.paths.mark_skip(t.ev_slot);
+                }
+                if (slot.last_acked_tx_seq != 0) infer_losses_on_path(qp, t.ev_slot, slot.last_acked_tx_seq, now);
+            }
+        }
+    }
+    if (qp.cc) {
+        AckSample a;
+        a.acked_bytes = acked_bytes;
+        a.ecn = (s.flags & wire::kSackFlagEcnEcho) != 0;
+        a.now = now;
+        const std::uint16_t dt = static_cast<std::uint16_t>(ts_ticks(now) - f.cc.ts_echo);
+        a.rtt_ns = (f.cc.ts_echo != 0 && !probe_answer) ? std::uint64_t{dt} * wire::TsethHdr::kTickNs : 0;
+        qp.cc->on_ack(a);
+    }
+    advance_una(qp, now);
+}
+
+void Engine::on_nack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
+    const wire::NethHdr& n = f.neth;
+    if (n.dst_conn_id != qp.conn_id || n.src_conn_id != qp.attr.dest_conn_id) return drop(DropReason::bad_conn_id);
+    if (psn_diff(n.nack_psn, qp.snd_una) < 0 || psn_diff(n.nack_psn, qp.snd_nxt) >= 0)
+        return drop(DropReason::forged_ack);
+    ++qp.stats.nacks_received;
+    TxPkt& p = qp.pkt(n.nack_psn);
+    const auto reason = static_cast<wire::NackReason>(n.reason);
+    const bool trim = reason == wire::NackReason::trimmed || reason == wire::NackReason::trimmed_lasthop;
+    if (trim) {
+        ++qp.stats.trims_nacked;
+        if (qp.cc) qp.cc->on_trim(now);
+        EvSlot& slot = qp.paths.slot(p.ev_slot);
+        if (slot.ev == n.ev) {
+            ++slot.counters.trims;
+            // Congestion inside the fabric: avoid the EV for a rotation. A
+            // last-hop trim says nothing about the path. Never a retirement.
+            if (reason == wire::NackReason::trimmed) qp.paths.mark_skip(p.ev_slot);
+        }
+    }
+    // Selective resend of exactly this PSN, ahead of everything else.
+    mark_lost(qp, n.nack_psn, true);
+}
+
+void Engine::on_aeth(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
+    const auto syndrome = static_cast<wire::AethSyndrome>(f.aeth.syndrome);
+    if (syndrome == wire::AethSyndrome::ack) return;  // reliability is carried by SACKs
+    // Find the outstanding message the NAK names (MSN, 16 bits of METH).
+    const auto n = static_cast<std::uint32_t>(qp.sq.size());
+    const std::uint32_t segmented = qp.sq_count - qp.sq_unsegmented;
+    for (std::uint32_t k = 0; k < segmented; ++k) {
+        SendMsg& m = qp.sq[(qp.sq_head + k) % n];
+        if (m.msn != static_cast<std::uint16_t>(f.aeth.msn)) continue;
+        WcStatus st = WcStatus::rem_op_err;
+        if (syndrome == wire::AethSyndrome::nak_remote_access) st = WcStatus::rem_access_err;
+        else if (syndrome == wire::AethSyndrome::nak_invalid_request) st = WcStatus::rem_inv_req_err;
+        // Earlier messages still outstanding cannot be confirmed any more:
+        // they are flushed, the NAKed one carries the error, the QP stops.
+        for (std::uint32_t e = 0; e < k; ++e) {
+            const SendMsg& early = qp.sq[qp.sq_head];
+            complete({early.req.wr_id, qp.qpn, WcStatus::wr_flush_err, WcOpcode::rdma_write, false, 0, 0});
+            qp.sq_head = (qp.sq_head + 1) % n;
+            --qp.sq_count;
+        }
+        enter_error(qp, st, now);
+        return;
+    }
+    drop(DropReason::forged_ack);
+}
+
+void Engine::send_probe(Qp& qp, BadEv& bad, TimeNs now) {
+    wire::GatherFrame* g = ctrl_slot();
+    bad.probe_id = (rng_.next_u32() & 0xFFFF) | 1;
+    bad.probe_sent_ns = now;
+    bad.next_probe_ns = now + cfg_.probe_interval_ns;
+    if (g == nullptr) return;
+    wire::FrameSpec& s = qp.ctrl_spec;
+    s.bth.opcode = wire::Opcode::probe;
+    s.bth.psn = qp.snd_nxt;
+    s.ev = bad.ev;
+    s.peth = {bad.probe_id, bad.ev, qp.conn_id, static_cast<std::uint16_t>(qp.attr.dest_conn_id), ts_ticks(now), 0};
+    g->plane = bad.plane;
+    s.eth.src = cfg_.local_macs[bad.plane];
+    s.eth.dst = qp.attr.peer_macs[bad.plane];
+    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(bad.ev);
+    finish_ctrl(*g, s);
+    ++qp.stats.probes_sent;
+}
+
+void Engine::sender_timers(Qp& qp, TimeNs now) {
+    if (qp.state != QpState::rts) {
+        qp.next_scan_ns = kNever;
+        return;
+    }
+    const TimeNs timeout = cfg_.ev_timeout_ns;
+    TimeNs next = kNever;
+    // 1. Per-EV oldest-unacknowledged timers.
+    for (std::size_t i = 0; i < qp.paths.size(); ++i) {
+        while (qp.paths.tracked(i) > 0) {
+            std::uint32_t psn;
+            std::uint64_t seq;
+            qp.paths.tracked_at(i, 0, psn, seq);
+            const TxPkt& p = qp.pkt(psn);
+            if (p.tx_seq != seq || p.acked || p.lost) {
+                qp.paths.pop_tracked(i);
+                continue;
+            }
+            if (p.sent_ns + timeout > now) {
+                next = std::min(next, p.sent_ns + timeout);
+                break;
+            }
+            // The EV failed: everything still in flight on it is resent elsewhere.
+            ++qp.stats.ev_timeouts;
+            ++qp.paths.slot(i).counters.timeouts;
+            for (std::uint32_t k = 0; k < qp.paths.tracked(i); ++k) {
+                std::uint32_t lp;
+                std::uint64_t ls;
+                qp.paths.tracked_at(i, k, lp, ls);
+                TxPkt& lpkt = qp.pkt(lp);
+                if (lpkt.tx_seq == ls && !lpkt.acked && !lpkt.lost) {
+                    mark_lost(qp, lp, false);
+                    ++qp.stats.losses_timeout;
+                }
+            }
+            qp.paths.clear_tracked(i);
+            if (qp.cc) qp.cc->on_loss(now);
+            if (qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
+            break;
+        }
+    }
+    // 2. Safety net for packets the per-EV rings could not track.
+    if (qp.snd_una != qp.snd_nxt) {
+        const TimeNs late = timeout + timeout / 2;
+        for (std::uint32_t psn = qp.snd_una; psn != qp.snd_nxt; psn = psn_add(psn, 1)) {
+            TxPkt& p = qp.pkt(psn);
+            if (p.acked || p.lost || p.tx_count == 0) continue;
+            if (p.sent_ns + late <= now) {
+                mark_lost(qp, psn, false);
+                ++qp.stats.losses_timeout;
+            } else {
+                next = std::min(next, p.sent_ns + late);
+            }
+        }
+        // 3. Retry budget: no progress for timeout · (retry_cnt + 1).
+        const TimeNs budget = qp.attr.timeout_ns * (qp.attr.retry_cnt + 1);
+        if (now >= qp.last_progress_ns + budget) {
+            enter_error(qp, WcStatus::retry_exc_err, now);
+            return;
+        }
+        next = std::min(next, qp.last_progress_ns + budget);
+    } else if (qp.sq_unsegmented > 0) {
+        const TimeNs budget = qp.attr.timeout_ns * (qp.attr.retry_cnt + 1);
+        if (now >= qp.last_progress_ns + budget && usable_planes(qp) == 0) {
+            enter_error(qp, WcStatus::retry_exc_err, now);
+            return;
+        }
+        next = std::min(next, qp.last_progress_ns + budget);
+    }
+    // 4. Probes of ASSUMED_BAD EVs.
+    qp.paths.expire_probes(now, timeout);
+    const std::uint32_t planes = usable_planes(qp);
+    for (int guard = 0; guard < 64; ++guard) {
+        BadEv* b = qp.paths.probe_due(now);
+        if (b == nullptr) break;
+        if (!(planes & (1u << b->plane))) {
+            b->next_probe_ns = now + cfg_.probe_interval_ns;
+            continue;
+        }
+        send_probe(qp, *b, now);
+    }
+    for (const BadEv& b : qp.paths.bad())
+        next = std::min(next, b.probe_id ? b.probe_sent_ns + timeout : b.next_probe_ns);
+    qp.next_scan_ns = next;
+}
+
+}  // namespace omrc::core

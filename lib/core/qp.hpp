@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Connection (QP) state: the sender half (messages, per-packet transmit
+// records, retransmissions, paths, congestion window) and the receiver half
+// (cumulative PSN, receive bitmap, pending immediate data, receive queue).
+// Owned by one Engine; touched only by the engine's owning thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "core/cc.hpp"
+#include "core/config.hpp"
+#include "core/paths.hpp"
+#include "core/stats.hpp"
+#include "core/types.hpp"
+#include "routing/fabric.hpp"
+#include "wire/frame.hpp"
+
+namespace omrc::core {
+
+/// A posted send WR while it is outstanding.
+struct SendMsg {
+    SendRequest req{};
+    std::vector<std::uint8_t> inline_copy;  ///< inline WRs: the bytes (sges point here)
+    std::uint32_t length = 0;               ///< message bytes
+    std::uint32_t first_psn = 0;
+    std::uint32_t npkts = 0;                ///< ≥ 1 (a zero-length message takes one packet)
+    std::uint16_t msn = 0;
+    std::uint16_t rqmsn = 0;                ///< receive-queue MSN (WRITE_WITH_IMM messages only)
+};
+
+/// Transmit record of one PSN in [snd_una, snd_nxt).
+struct TxPkt {
+    std::uint64_t tx_seq = 0;      ///< QP-wide sequence of its latest transmission (unique, increasing)
+    TimeNs sent_ns = 0;            ///< time of the latest transmission
+    std::uint32_t msg_slot = 0;    ///< index into Qp::sq
+    std::uint32_t offset = 0;      ///< byte offset of this packet in its message
+    std::uint32_t len = 0;         ///< payload bytes
+    std::uint32_t ev = 0;          ///< EV of the latest transmission
+    std::uint16_t ev_slot = 0;
+    std::uint8_t tx_count = 0;     ///< transmissions so far
+    bool acked = false;
+    bool lost = false;             ///< queued for retransmission
+};
+
+/// Immediate data of a WRITE_WITH_IMM whose last packet has arrived.
+struct PendingImm {
+    std::uint32_t last_psn = 0;   ///< completes once cack_psn reaches it
+    std::uint32_t imm = 0;
+    std::uint32_t byte_len = 0;
+};
+
+struct Qp {
+    std::uint32_t qpn = 0;
+    std::uint16_t conn_id = 0;
+    QpState state = QpState::reset;
+    QpCaps caps{};
+    QpAttr attr{};
+    QpStats stats{};
+
+    // ---- sender ----
+    std::vector<SendMsg> sq;        ///< ring of max_send_wr messages
+    std::uint32_t sq_head = 0;      ///< oldest outstanding message
+    std::uint32_t sq_count = 0;     ///< outstanding messages
+    std::uint32_t sq_unsegmented = 0;  ///< messages at the tail not yet given PSNs
+    std::uint32_t seg_msg = 0;      ///< message being segmented (index into sq)
+    std::uint32_t seg_offset = 0;   ///< its next byte to put in a packet
+    std::uint32_t snd_una = 0;      ///< oldest unacknowledged PSN
+    std::uint32_t snd_nxt = 0;      ///< next new PSN
+    std::uint16_t next_msn = 0;
+    std::uint16_t next_rqmsn = 0;
+    std::vector<TxPkt> pkts;        ///< ring indexed by psn & pkt_mask
+    std::uint32_t pkt_mask = 0;
+    std::uint32_t window_pkts = 0;  ///< send window = peer's receive window
+    std::deque<std::uint32_t> resend;  ///< PSNs to retransmit, oldest first
+    std::uint64_t inflight_bytes = 0;
+    std::uint64_t tx_seq = 0;
+    PathSet paths;
+    std::unique_ptr<CongestionControl> cc;
+    TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
+    TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
+    wire::FrameSpec data_spec{};    ///< headers shared by this QP's data packets
+    wire::FrameSpec ctrl_spec{};    ///< headers shared by this QP's control packets
+    routing::UsidTemplate usid_template{};
+
+    // ---- receiver ----
+    std::uint32_t rcv_cack = 0;     ///< every PSN ≤ this has been received (rq_psn − 1 at start)
+    std::vector<std::uint64_t> rcv_bitmap;  ///< window bits, index psn % rcv_window
+    std::uint32_t rcv_window = 0;   ///< packets: mpr · 128
+    std::uint64_t rcvd_bytes = 0;
+    std::uint32_t ack_pending = 0;  ///< data packets since the last SACK
+    TimeNs ack_deadline = kNever;
+    std::uint32_t ack_trigger_psn = 0;
+    std::uint32_t ack_trigger_ev = 0;
+    std::uint16_t ack_trigger_ts = 0;
+    bool ack_trigger_ecn = false;
+    std::uint32_t reverse_cursor = 0;  ///< rotates SACKs over the planes
+    std::deque<PendingImm> imms;
+    std::deque<RecvRequest> rq;
+
+    [[nodiscard]] TxPkt& pkt(std::uint32_t psn) noexcept { return pkts[psn & pkt_mask]; }
+    [[nodiscard]] bool rcv_bit(std::uint32_t psn) const noexcept {
+        const std::uint32_t i = psn % rcv_window;
+        return (rcv_bitmap[i / 64] >> (i % 64)) & 1u;
+    }
+    void set_rcv_bit(std::uint32_t psn, bool v) noexcept {
+        const std::uint32_t i = psn % rcv_window;
+        if (v) rcv_bitmap[i / 64] |= (1ull << (i % 64));
+        else rcv_bitmap[i / 64] &= ~(1ull << (i % 64));
+    }
+};
+
+}  // namespace omrc::core

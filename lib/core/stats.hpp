@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Engine and QP counters. Plain integers, updated on the owning thread,
+// read through stats() and dumped as JSON by the runtime.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "wire/error.hpp"
+
+namespace omrc::core {
+
+/// Why the engine dropped a frame after it parsed (wire reasons are counted separately).
+enum class DropReason : std::uint8_t {
+    no_qp,            ///< destination QPN unknown (never existed or destroyed)
+    bad_state,        ///< QP not in a state that accepts this packet
+    wrong_source,     ///< data from an address that is not the QP's peer
+    out_of_window,    ///< PSN beyond the receive window
+    duplicate,        ///< PSN already received (bitmap or below cack)
+    bad_conn_id,      ///< control packet with connection ids that do not match
+    forged_ack,       ///< SACK/NACK/ACK for PSNs never sent or beyond the send edge
+    stale_ack,        ///< SACK older than what is already known
+    remote_access,    ///< placement refused (rkey, PD, access, bounds): NAKed
+    bad_length,       ///< payload length inconsistent with MTU or message length
+    trimmed,          ///< trimmed data packet (NACKed, not placed)
+    unexpected,       ///< opcode not expected here (e.g. EP response without request)
+    count_
+};
+const char* to_string(DropReason r) noexcept;
+
+struct EngineStats {
+    std::uint64_t rx_frames = 0;
+    std::uint64_t tx_frames = 0;
+    std::uint64_t tx_ctrl_frames = 0;
+    std::array<std::uint64_t, static_cast<std::size_t>(wire::WireError::count_)> rx_wire_errors{};
+    std::array<std::uint64_t, static_cast<std::size_t>(DropReason::count_)> rx_drops{};
+    std::uint64_t port_status_sent = 0;
+    std::uint64_t port_status_received = 0;
+    std::uint64_t ctrl_queue_overflow = 0;
+};
+
+struct QpStats {
+    std::uint64_t data_pkts_sent = 0;     ///< first transmissions
+    std::uint64_t data_pkts_resent = 0;   ///< retransmissions (any cause)
+    std::uint64_t data_bytes_sent = 0;
+    std::uint64_t pkts_sacked = 0;        ///< packets newly acknowledged
+    std::uint64_t sacks_received = 0;
+    std::uint64_t nacks_received = 0;
+    std::uint64_t trims_nacked = 0;       ///< NACK TRIMMED received (sender) / sent (receiver side counts below)
+    std::uint64_t ecn_echoes = 0;
+    std::uint64_t losses_path_order = 0;  ///< losses inferred from a later packet on the same EV
+    std::uint64_t losses_timeout = 0;     ///< packets declared lost by an EV timeout or the QP scan
+    std::uint64_t ev_timeouts = 0;
+    std::uint64_t ev_retirements = 0;
+    std::uint64_t ev_restorations = 0;
+    std::uint64_t probes_sent = 0;
+    std::uint64_t probe_answers = 0;
+    std::uint64_t send_completions = 0;
+    // receiver side
+    std::uint64_t data_pkts_received = 0;  ///< placed
+    std::uint64_t data_bytes_received = 0;
+    std::uint64_t duplicates = 0;
+    std::uint64_t trims_received = 0;
+    std::uint64_t ecn_received = 0;
+    std::uint64_t sacks_sent = 0;
+    std::uint64_t nacks_sent = 0;
+    std::uint64_t naks_sent = 0;           ///< AETH NAKs (remote access)
+    std::uint64_t recv_completions = 0;
+    std::uint64_t imm_waiting_for_recv = 0; ///< WRITE_WITH_IMM held because no receive was posted
+};
+
+}  // namespace omrc::core

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What the verbs layer hands the engine (resolved work requests) and what
+// the engine hands back (completions), plus the placement interface through
+// which received payload reaches registered memory.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+namespace omrc::core {
+
+using TimeNs = std::uint64_t;
+inline constexpr TimeNs kNever = UINT64_MAX;
+
+/// Completion status, numbered exactly as ibverbs' ibv_wc_status.
+enum class WcStatus : std::uint8_t {
+    success = 0,
+    loc_len_err = 1,
+    loc_qp_op_err = 2,
+    loc_prot_err = 4,
+    wr_flush_err = 5,
+    bad_resp_err = 7,
+    loc_access_err = 8,
+    rem_inv_req_err = 9,
+    rem_access_err = 10,
+    rem_op_err = 11,
+    retry_exc_err = 12,
+    rnr_retry_exc_err = 13,
+    general_err = 21,
+};
+
+enum class WcOpcode : std::uint8_t { rdma_write = 1, recv_rdma_with_imm = 129 };
+
+struct Completion {
+    std::uint64_t wr_id = 0;
+    std::uint32_t qpn = 0;
+    WcStatus status = WcStatus::success;
+    WcOpcode opcode = WcOpcode::rdma_write;
+    bool has_imm = false;
+    std::uint32_t byte_len = 0;   ///< recv: bytes of the WRITE_WITH_IMM message
+    std::uint32_t imm_data = 0;   ///< host order as posted by the peer
+};
+
+enum class QpState : std::uint8_t { reset, init, rtr, rts, err };
+
+/// Access flags, numbered as ibverbs' ibv_access_flags.
+enum AccessFlags : std::uint32_t {
+    kAccessLocalWrite = 1u << 0,
+    kAccessRemoteWrite = 1u << 1,
+    kAccessRemoteRead = 1u << 2,
+    kAccessRemoteAtomic = 1u << 3,
+};
+
+/// A local buffer piece already validated by the verbs layer (lkey, bounds).
+struct SgePiece {
+    const std::uint8_t* addr = nullptr;
+    std::uint32_t len = 0;
+};
+
+inline constexpr std::size_t kMaxSge = 8;
+
+/// A send work request, resolved.
+struct SendRequest {
+    std::uint64_t wr_id = 0;
+    bool with_imm = false;
+    bool signaled = true;
+    std::uint32_t imm_data = 0;
+    std::uint64_t remote_addr = 0;
+    std::uint32_t rkey = 0;
+    std::uint8_t sge_count = 0;
+    std::array<SgePiece, kMaxSge> sges{};
+    /// Inline requests: bytes copied here by the verbs layer; sges then point into it.
+    bool is_inline = false;
+};
+
+struct RecvRequest {
+    std::uint64_t wr_id = 0;
+    std::uint32_t length = 0;  ///< total bytes of its scatter list (WRITE_WITH_IMM only consumes it)
+};
+
+/// Outcome of placing received payload.
+enum class PlaceStatus : std::uint8_t {
+    ok,
+    bad_rkey,       ///< no live MR with this rkey (never registered, or deregistered)
+    pd_mismatch,    ///< MR belongs to another protection domain than the QP
+    no_access,      ///< MR lacks REMOTE_WRITE
+    out_of_bounds,  ///< [va, va+len) not inside the MR (checked without overflow)
+};
+
+/// Implemented by the verbs layer (an MR table) or a simulator memory model.
+/// place() checks and writes atomically with respect to deregistration: once
+/// deregistration of an MR has returned, no later place() writes into it.
+class PlacementTarget {
+public:
+    virtual ~PlacementTarget() = default;
+    virtual PlaceStatus place(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
+                              std::span<const std::uint8_t> bytes) = 0;
+};
+
+}  // namespace omrc::core
