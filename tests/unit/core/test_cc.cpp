@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <catch2/catch.hpp>
+
+#include "core/cc.hpp"
+
+using namespace omrc::core;
+
+namespace {
+CcConfig cfg() {
+    CcConfig c;
+    c.base_rtt_ns = 10'000;
+    c.link_rate_bps = 100'000'000'000;
+    return c;
+}
+constexpr double kBdp8 = 100e9 / 8 * 8 * 10e-6;  // 8 planes × 100G × 10 µs = 1 MB
+}  // namespace
+
+TEST_CASE("FixedWindow__constant", "[unit][core]") {
+    FixedWindow f(12345);
+    f.on_loss(1);
+    f.on_trim(2);
+    f.on_ack({1000, 50'000, true, 3});
+    CHECK(f.window_bytes() == 12345);
+}
+
+TEST_CASE("Nscc::init__max_window_is_1_5_bdp", "[unit][core]") {
+    Nscc n(cfg(), 8, 4096);
+    CHECK(n.window_bytes() == static_cast<std::uint64_t>(1.5 * kBdp8));
+}
+
+TEST_CASE("Nscc::on_ack__ecn_over_target_decreases_once_per_rtt", "[unit][core]") {
+    Nscc n(cfg(), 8, 4096);
+    const auto w0 = n.window_bytes();
+    n.on_ack({4096, 30'000, true, 100'000});  // delay 20 µs ≥ target 7.5 µs
+    const auto w1 = n.window_bytes();
+    CHECK(w1 < w0);
+    n.on_ack({4096, 30'000, true, 101'000});  // same base RTT: no second cut
+    CHECK(n.window_bytes() == w1);
+    n.on_ack({4096, 30'000, true, 111'000});
+    CHECK(n.window_bytes() < w1);
+}
+
+TEST_CASE("Nscc::on_ack__ecn_below_target_holds", "[unit][core]") {
+    Nscc n(cfg(), 8, 4096);
+    n.on_ack({4096, 30'000, true, 100'000});
+    const auto w = n.window_bytes();
+    n.on_ack({4096, 12'000, true, 200'000});  // delay 2 µs < target
+    CHECK(n.window_bytes() == w);
+}
+
+TEST_CASE("Nscc::on_ack__increase_without_ecn", "[unit][core]") {
+    Nscc n(cfg(), 8, 4096);
+    n.on_ack({4096, 30'000, true, 100'000});
+    const auto w = n.window_bytes();
+    n.on_ack({4096, 11'000, false, 200'000});  // proportional increase
+    const auto w2 = n.window_bytes();
+    CHECK(w2 > w);
+    n.on_ack({4096, 40'000, false, 300'000});  // fair increase: smaller step
+    CHECK(n.window_bytes() > w2);
+    CHECK(n.window_bytes() - w2 < w2 - w);
+}
+
+TEST_CASE("Nscc::on_trim__quick_adapt_to_delivered_bytes", "[unit][core]") {
+    Nscc n(cfg(), 8, 4096);
+    for (int i = 0; i < 10; ++i) n.on_ack({4096, 10'000, false, 100'000 + static_cast<std::uint64_t>(i) * 100});
+    n.on_trim(105'000);
+    CHECK(n.window_bytes() == 40960);  // what was delivered this RTT
+    n.on_trim(106'000);                // at most once per RTT
+    CHECK(n.window_bytes() == 40960);
+    n.on_loss(200'000);
+    CHECK(n.window_bytes() >= 4096);
+}
