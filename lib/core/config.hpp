@@ -56,7 +56,8 @@ struct EngineConfig {
     std::uint64_t ack_delay_ns = 2'000;        ///< ... or this long after the first unacknowledged one
 
     // Paths.
-    std::uint64_t ev_timeout_ns = 200'000;     ///< oldest unacked packet on an EV older than this → EV failed
+    std::uint64_t ev_timeout_ns = 200'000;     ///< upper bound of the EV timeout (also used before any RTT sample)
+    std::uint64_t min_ev_timeout_ns = 20'000;  ///< lower bound: EV timeout = 2 · max RTT + reorder window, clamped
     std::uint64_t probe_interval_ns = 50'000;  ///< probe period of an ASSUMED_BAD EV
     std::uint32_t probe_successes_to_restore = 3;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference

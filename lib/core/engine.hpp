@@ -101,7 +101,17 @@ private:
     void on_aeth(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
     void mark_lost(Qp& qp, std::uint32_t psn, bool front);
     void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes);
-    void infer_losses_on_path(Qp& qp, std::size_t slot, std::uint64_t acked_tx_seq, TimeNs now);
+    /// Evidence from one SACK: its cumulative PSN and the bitmap from cack + 1
+    /// (valid = false when the SACK's bitmap starts elsewhere, or for timers).
+    struct SackView {
+        bool valid = false;
+        std::uint32_t cack = 0;
+        std::uint64_t bitmap = 0;
+    };
+    /// Returns true when the slot still has an older packet to decide later.
+    bool infer_losses_on_path(Qp& qp, std::size_t slot, const SackView& sack, TimeNs now);
+    TimeNs reorder_window(const Qp& qp) const noexcept;
+    TimeNs ev_timeout(const Qp& qp) const noexcept;
     void advance_una(Qp& qp, TimeNs now);
     void sender_timers(Qp& qp, TimeNs now);
     void send_probe(Qp& qp, BadEv& bad, TimeNs now);

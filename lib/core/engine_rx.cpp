@@ -90,9 +90,16 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t prob
     }
     // The bitmap starts right after cack, or late enough to cover the
     // triggering packet when it is more than 64 PSNs ahead.
+    // The bitmap normally starts right after cack: that is where holes block
+    // the sender's window, and the sender infers losses only from such
+    // bitmaps. When the triggering packet is more than 64 PSNs ahead, every
+    // other SACK covers it instead, so its EV is acknowledged promptly too.
     std::int32_t start = 1;
     const std::int32_t trig = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
-    if (!probe_answer && trig > 64) start = trig - 63;
+    if (!probe_answer && trig > 64) {
+        qp.sack_near_trigger = !qp.sack_near_trigger;
+        if (qp.sack_near_trigger) start = trig - 63;
+    }
     h.sack_offset = static_cast<std::int16_t>(start);
     std::uint64_t bm = 0;
     for (std::int32_t i = 0; i < 64; ++i) {

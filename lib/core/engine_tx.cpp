@@ -134,7 +134,7 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
         ++qp.stats.data_pkts_sent;
         qp.stats.data_bytes_sent += p.len;
     }
-    qp.next_scan_ns = std::min(qp.next_scan_ns, now + cfg_.ev_timeout_ns);
+    qp.next_scan_ns = std::min(qp.next_scan_ns, now + ev_timeout(qp));
 }
 
 void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
@@ -146,7 +146,7 @@ void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
     else qp.resend.push_back(psn);
 }
 
-void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs, std::uint64_t& acked_bytes) {
+void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes) {
     TxPkt& p = qp.pkt(psn);
     if (p.acked || p.tx_count == 0) return;
     p.acked = true;
@@ -157,34 +157,86 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs, std::uint64_t& acked_
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     if (slot.ev == p.ev) {
         ++slot.counters.acked;
+        (void)qp.paths.record_outcome(p.ev_slot, false);
         // Only a packet sent once identifies which copy arrived.
-        if (p.tx_count == 1) slot.last_acked_tx_seq = std::max(slot.last_acked_tx_seq, p.tx_seq);
+        if (p.tx_count == 1 && p.tx_seq > slot.last_acked_tx_seq) {
+            slot.last_acked_tx_seq = p.tx_seq;
+            slot.last_acked_psn = psn;
+            if (slot.suspect_ns == 0) slot.suspect_ns = now;
+            if (std::find(qp.infer_pending.begin(), qp.infer_pending.end(), p.ev_slot) == qp.infer_pending.end())
+                qp.infer_pending.push_back(p.ev_slot);
+        }
     }
 }
 
-void Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, std::uint64_t acked_tx_seq, TimeNs now) {
-    // Packets on one EV follow one path, in order: anything sent on it before
-    // a packet that has now been acknowledged, and still unacknowledged, is lost.
-    bool lost_any = false;
+TimeNs Engine::reorder_window(const Qp& qp) const noexcept {
+    // How long an acknowledgement may trail one for a later packet: the
+    // spread of RTTs seen (reverse paths differ, queues vary) plus a quarter
+    // of the base RTT. Before any sample, a quarter of the EV timeout.
+    if (qp.rtt_min_ns == 0) return cfg_.ev_timeout_ns / 4;
+    return (qp.rtt_max_ns - qp.rtt_min_ns) + qp.rtt_min_ns / 4 + 1'000;
+}
+
+TimeNs Engine::ev_timeout(const Qp& qp) const noexcept {
+    // Tens of microseconds, not a fixed RTO: a few measured round trips.
+    if (qp.rtt_min_ns == 0) return cfg_.ev_timeout_ns;
+    return std::clamp<TimeNs>(2 * qp.rtt_max_ns + reorder_window(qp), cfg_.min_ev_timeout_ns, cfg_.ev_timeout_ns);
+}
+
+bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView& sack, TimeNs now) {
+    // Packets on one EV follow one path in order, so W sent on it before X is
+    // lost once X has arrived and W has not:
+    //  - proven by a SACK whose state covers both (X received: ≤ cack or its
+    //    bit set; W not: its bit clear in the bitmap from cack + 1), at once;
+    //  - otherwise W's report may still be on its way (SACKs travel over
+    //    different planes): W is declared lost when it is still unacknowledged
+    //    a reorder window after X was acknowledged.
+    EvSlot& slot = qp.paths.slot(slot_index);
+    const std::uint64_t x_seq = slot.last_acked_tx_seq;
+    bool proven_x = false;
+    if (sack.valid) {
+        const std::int32_t dx = psn_diff(slot.last_acked_psn, sack.cack);
+        proven_x = dx <= 0 || (dx <= 64 && ((sack.bitmap >> (64 - dx)) & 1u));
+    }
+    bool retire = false;
+    bool undecided = false;
     while (qp.paths.tracked(slot_index) > 0) {
         std::uint32_t psn;
         std::uint64_t seq;
         qp.paths.tracked_at(slot_index, 0, psn, seq);
-        if (seq > acked_tx_seq) break;
-        TxPkt& p = qp.pkt(psn);
-        qp.paths.pop_tracked(slot_index);
-        if (p.tx_seq != seq || p.acked || p.lost) continue;
-        if (seq < acked_tx_seq) {
-            mark_lost(qp, psn, false);
-            ++qp.stats.losses_path_order;
-            ++qp.paths.slot(slot_index).counters.lost;
-            lost_any = true;
+        if (seq >= x_seq) {
+            if (seq == x_seq) qp.paths.pop_tracked(slot_index);
+            break;
         }
+        TxPkt& p = qp.pkt(psn);
+        if (p.tx_seq != seq || p.acked || p.lost) {
+            qp.paths.pop_tracked(slot_index);
+            continue;
+        }
+        bool lost = false;
+        if (proven_x) {
+            const std::int32_t dw = psn_diff(psn, sack.cack);
+            lost = dw >= 1 && dw <= 64 && !((sack.bitmap >> (64 - dw)) & 1u);
+        }
+        if (!lost) lost = slot.suspect_ns != 0 && now >= slot.suspect_ns + reorder_window(qp);
+        if (!lost) {
+            undecided = true;
+            break;
+        }
+        qp.paths.pop_tracked(slot_index);
+        mark_lost(qp, psn, false);
+        ++qp.stats.losses_path_order;
+        ++slot.counters.lost;
+        retire |= qp.paths.record_outcome(slot_index, true);
     }
-    if (lost_any) {
-        if (qp.cc) qp.cc->on_loss(now);
-        if (qp.paths.retire(slot_index, now, rng_)) ++qp.stats.ev_retirements;
+    if (!undecided) slot.suspect_ns = 0;
+    // A loss alone is not congestion (trims and delay say that): the window
+    // stays; only an EV whose loss stands out from the others is retired.
+    if (retire && qp.paths.retire(slot_index, now, rng_)) {
+        ++qp.stats.ev_retirements;
+        return false;
     }
+    return undecided;
 }
 
 void Engine::advance_una(Qp& qp, TimeNs now) {
@@ -242,21 +294,33 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
         if (psn_diff(psn, qp.snd_una) < 0) continue;
         ack_packet(qp, psn, now, acked_bytes);
     }
-    // Path-order loss inference on the EV that carried the triggering packet.
-    if (!probe_answer) {
+    // ECN echo: skip the EV that carried the triggering packet for a rotation.
+    if (!probe_answer && (s.flags & wire::kSackFlagEcnEcho)) {
         const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
         if (psn_diff(trig, qp.snd_una) >= -static_cast<std::int32_t>(qp.window_pkts) && psn_diff(trig, qp.snd_nxt) < 0) {
             TxPkt& t = qp.pkt(trig);
             EvSlot& slot = qp.paths.slot(t.ev_slot);
-            if (t.acked && t.ev == s.ev && slot.ev == s.ev) {
-                if (s.flags & wire::kSackFlagEcnEcho) {
-                    ++qp.stats.ecn_echoes;
-                    ++slot.counters.ecn;
-                    qp.paths.mark_skip(t.ev_slot);
-                }
-                if (slot.last_acked_tx_seq != 0) infer_losses_on_path(qp, t.ev_slot, slot.last_acked_tx_seq, now);
+            if (t.ev == s.ev && slot.ev == s.ev) {
+                ++qp.stats.ecn_echoes;
+                ++slot.counters.ecn;
+                qp.paths.mark_skip(t.ev_slot);
             }
         }
+    }
+    // Path-order loss inference on every EV this SACK acknowledged something on.
+    // The bitmap is only trusted from cack + 1: cumulative state then covers
+    // everything below it.
+    if (!stale) {
+        SackView view{s.sack_offset == 1, s.cack_psn, s.bitmap};
+        std::size_t keep = 0;
+        for (std::size_t k = 0; k < qp.infer_pending.size(); ++k) {
+            const std::uint16_t slot_index = qp.infer_pending[k];
+            if (infer_losses_on_path(qp, slot_index, view, now)) {
+                qp.infer_pending[keep++] = slot_index;
+                qp.next_scan_ns = std::min(qp.next_scan_ns, qp.paths.slot(slot_index).suspect_ns + reorder_window(qp));
+            }
+        }
+        qp.infer_pending.resize(keep);
     }
     if (qp.cc) {
         AckSample a;
@@ -265,6 +329,10 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
         a.now = now;
         const std::uint16_t dt = static_cast<std::uint16_t>(ts_ticks(now) - f.cc.ts_echo);
         a.rtt_ns = (f.cc.ts_echo != 0 && !probe_answer) ? std::uint64_t{dt} * wire::TsethHdr::kTickNs : 0;
+        if (a.rtt_ns != 0) {
+            qp.rtt_min_ns = qp.rtt_min_ns == 0 ? a.rtt_ns : std::min(qp.rtt_min_ns, a.rtt_ns);
+            qp.rtt_max_ns = a.rtt_ns >= qp.rtt_max_ns ? a.rtt_ns : qp.rtt_max_ns - (qp.rtt_max_ns - a.rtt_ns) / 64;
+        }
         qp.cc->on_ack(a);
     }
     advance_una(qp, now);
@@ -344,7 +412,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
         qp.next_scan_ns = kNever;
         return;
     }
-    const TimeNs timeout = cfg_.ev_timeout_ns;
+    const TimeNs timeout = ev_timeout(qp);
     TimeNs next = kNever;
     // 1. Per-EV oldest-unacknowledged timers.
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
@@ -361,9 +429,12 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                 next = std::min(next, p.sent_ns + timeout);
                 break;
             }
-            // The EV failed: everything still in flight on it is resent elsewhere.
+            // Overdue on this EV: everything still in flight on it is resent
+            // elsewhere. The EV is retired when its losses stand out from the
+            // QP's (a dead path), not for one unlucky tail packet.
             ++qp.stats.ev_timeouts;
             ++qp.paths.slot(i).counters.timeouts;
+            bool retire = false;
             for (std::uint32_t k = 0; k < qp.paths.tracked(i); ++k) {
                 std::uint32_t lp;
                 std::uint64_t ls;
@@ -372,15 +443,28 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                 if (lpkt.tx_seq == ls && !lpkt.acked && !lpkt.lost) {
                     mark_lost(qp, lp, false);
                     ++qp.stats.losses_timeout;
+                    retire |= qp.paths.record_outcome(i, true);
                 }
             }
             qp.paths.clear_tracked(i);
             if (qp.cc) qp.cc->on_loss(now);
-            if (qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
+            if (retire && qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
             break;
         }
     }
-    // 2. Safety net for packets the per-EV rings could not track.
+    // 2. Path-order suspicions whose reorder window has passed.
+    {
+        std::size_t keep = 0;
+        for (std::size_t k = 0; k < qp.infer_pending.size(); ++k) {
+            const std::uint16_t slot_index = qp.infer_pending[k];
+            if (infer_losses_on_path(qp, slot_index, SackView{}, now)) {
+                qp.infer_pending[keep++] = slot_index;
+                next = std::min(next, qp.paths.slot(slot_index).suspect_ns + reorder_window(qp));
+            }
+        }
+        qp.infer_pending.resize(keep);
+    }
+    // 3. Safety net for packets the per-EV rings could not track.
     if (qp.snd_una != qp.snd_nxt) {
         const TimeNs late = timeout + timeout / 2;
         for (std::uint32_t psn = qp.snd_una; psn != qp.snd_nxt; psn = psn_add(psn, 1)) {
@@ -393,7 +477,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                 next = std::min(next, p.sent_ns + late);
             }
         }
-        // 3. Retry budget: no progress for timeout · (retry_cnt + 1).
+        // 4. Retry budget: no progress for timeout · (retry_cnt + 1).
         const TimeNs budget = qp.attr.timeout_ns * (qp.attr.retry_cnt + 1);
         if (now >= qp.last_progress_ns + budget) {
             enter_error(qp, WcStatus::retry_exc_err, now);
@@ -408,7 +492,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
         }
         next = std::min(next, qp.last_progress_ns + budget);
     }
-    // 4. Probes of ASSUMED_BAD EVs.
+    // 5. Probes of ASSUMED_BAD EVs.
     qp.paths.expire_probes(now, timeout);
     const std::uint32_t planes = usable_planes(qp);
     for (int guard = 0; guard < 64; ++guard) {

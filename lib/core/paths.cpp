@@ -105,6 +105,8 @@ bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng) {
     }
     s.state = EvState::good;
     s.last_acked_tx_seq = 0;
+    s.suspect_ns = 0;
+    s.loss_ewma = 0.0;
     clear_tracked(slot);
     return true;
 }
@@ -118,6 +120,7 @@ bool PathSet::deny(std::uint32_t ev, Rng& rng) {
         slots_[i].ev = fresh_ev(slots_[i].plane, rng);
         slots_[i].state = EvState::good;
         slots_[i].last_acked_tx_seq = 0;
+        slots_[i].suspect_ns = 0;
         clear_tracked(i);
         return true;
     }
@@ -150,6 +153,14 @@ void PathSet::pop_tracked(std::size_t slot) noexcept {
 void PathSet::clear_tracked(std::size_t slot) noexcept {
     slots_[slot].fifo_head = 0;
     slots_[slot].fifo_count = 0;
+}
+
+bool PathSet::record_outcome(std::size_t slot, bool lost) noexcept {
+    EvSlot& s = slots_[slot];
+    const double x = lost ? 1.0 : 0.0;
+    s.loss_ewma += (x - s.loss_ewma) / 8.0;
+    qp_loss_ewma_ += (x - qp_loss_ewma_) / 256.0;
+    return lost && s.loss_ewma > 0.05 && s.loss_ewma > 3.0 * qp_loss_ewma_;
 }
 
 BadEv* PathSet::probe_due(TimeNs now) noexcept {

@@ -38,8 +38,11 @@ struct EvSlot {
     EvState state = EvState::good;   ///< good or skip (retired EVs leave the slot)
     std::uint64_t skip_rotation = 0; ///< skip while rotation ≤ this
     std::uint64_t last_acked_tx_seq = 0;  ///< highest transmission sequence acknowledged on this EV
+    std::uint32_t last_acked_psn = 0;     ///< PSN of that transmission
+    TimeNs suspect_ns = 0;           ///< when an older packet on this EV became overdue (0 = none)
     std::uint32_t fifo_head = 0;     ///< path-order tracking ring (see PathSet::track)
     std::uint32_t fifo_count = 0;
+    double loss_ewma = 0.0;          ///< recent loss fraction of packets on this EV (weight 1/8 per packet)
     EvCounters counters{};
 };
 
@@ -97,6 +100,13 @@ public:
     [[nodiscard]] const std::vector<BadEv>& bad() const noexcept { return bad_; }
     [[nodiscard]] std::size_t backups() const noexcept { return backup_.size(); }
 
+    /// Records the outcome of one packet on a slot (lost or acknowledged)
+    /// and returns true when the EV's recent loss stands out from the QP's:
+    /// above 5 % and above three times the loss of all the QP's EVs. Uniform
+    /// loss on every path then retires nothing; one lossy EV goes at once.
+    bool record_outcome(std::size_t slot, bool lost) noexcept;
+    [[nodiscard]] double qp_loss_ewma() const noexcept { return qp_loss_ewma_; }
+
     [[nodiscard]] std::uint64_t retirements() const noexcept { return retirements_; }
     [[nodiscard]] std::uint64_t restorations() const noexcept { return restorations_; }
 
@@ -115,6 +125,7 @@ private:
     std::uint32_t cursor_ = 0;
     std::uint64_t rotation_ = 0;
     std::uint32_t ecmp_slot_ = 0;
+    double qp_loss_ewma_ = 0.0;            ///< loss fraction over all EVs (weight 1/256 per packet)
     std::uint64_t retirements_ = 0;
     std::uint64_t restorations_ = 0;
 };

@@ -79,6 +79,9 @@ struct Qp {
     std::uint64_t tx_seq = 0;
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
+    std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one
+    TimeNs rtt_min_ns = 0;          ///< smallest RTT sample (0 = none yet)
+    TimeNs rtt_max_ns = 0;          ///< recent largest RTT sample (decays towards new samples)
     TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
     TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
     wire::FrameSpec data_spec{};    ///< headers shared by this QP's data packets
@@ -97,6 +100,7 @@ struct Qp {
     std::uint16_t ack_trigger_ts = 0;
     bool ack_trigger_ecn = false;
     std::uint32_t reverse_cursor = 0;  ///< rotates SACKs over the planes
+    bool sack_near_trigger = false;    ///< alternates the bitmap window when the trigger is far ahead
     std::deque<PendingImm> imms;
     std::deque<RecvRequest> rq;
 

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A placement target for engine-level tests: one region per rkey, bounds
+// checked without overflow, every placed byte counted.
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace omrc::test {
+
+/// A placement target over one guarded region per rkey.
+class GuardedMemory final : public core::PlacementTarget {
+public:
+    void add(std::uint32_t rkey, std::uint8_t* base, std::size_t len) { regions_.push_back({rkey, base, len}); }
+    void remove(std::uint32_t rkey) {
+        std::erase_if(regions_, [&](const Region& r) { return r.rkey == rkey; });
+    }
+    core::PlaceStatus place(std::uint32_t, std::uint32_t rkey, std::uint64_t va,
+                            std::span<const std::uint8_t> bytes) override {
+        for (const Region& r : regions_) {
+            if (r.rkey != rkey) continue;
+            const auto base = reinterpret_cast<std::uint64_t>(r.base);
+            if (va < base || bytes.size() > r.len || va - base > r.len - bytes.size())
+                return core::PlaceStatus::out_of_bounds;
+            if (!bytes.empty()) std::memcpy(reinterpret_cast<void*>(va), bytes.data(), bytes.size());
+            placed_bytes += bytes.size();
+            return core::PlaceStatus::ok;
+        }
+        return core::PlaceStatus::bad_rkey;
+    }
+    std::uint64_t placed_bytes = 0;
+
+private:
+    struct Region {
+        std::uint32_t rkey;
+        std::uint8_t* base;
+        std::size_t len;
+    };
+    std::vector<Region> regions_;
+};
+
+}  // namespace omrc::test

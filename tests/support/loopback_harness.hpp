@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// N engines on one loopback fabric in virtual time: the driver path the
+// runtime uses (rx_burst → on_rx, link events, on_timer, poll_tx → tx_burst),
+// driven deterministically by jumping to the next event.
+#pragma once
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "drivers/loopback/loopback.hpp"
+#include "support/guarded_memory.hpp"
+
+namespace omrc::test {
+
+class LoopbackHarness {
+public:
+    LoopbackHarness(std::uint32_t endpoints, loopback::FabricConfig fcfg, core::EngineConfig ecfg = {})
+        : fabric(with(fcfg, endpoints)) {
+        for (std::uint32_t i = 0; i < endpoints; ++i) {
+            core::EngineConfig c = ecfg;
+            c.planes = fcfg.planes;
+            c.seed = fcfg.seed * 1000 + i + 1;
+            for (std::uint32_t p = 0; p < fcfg.planes; ++p) c.local_macs[p] = loopback::Fabric::mac(i, p);
+            c.local_addr = addr(i);
+            c.local_host = i;
+            memory.push_back(std::make_unique<GuardedMemory>());
+            engines.push_back(std::make_unique<core::Engine>(c, memory.back().get()));
+            drivers.push_back(fabric.attach(i));
+            completions.emplace_back();
+            pending_tx.emplace_back();
+        }
+    }
+    static loopback::FabricConfig with(loopback::FabricConfig f, std::uint32_t n) {
+        f.endpoints = n;
+        f.mode = loopback::ClockMode::virtual_clock;
+        return f;
+    }
+    static wire::Ipv6Addr addr(std::uint32_t i) {
+        wire::Ipv6Addr a{0xfd, 0x00, 0x6f, 0x6d};
+        a[15] = static_cast<std::uint8_t>(i + 1);
+        return a;
+    }
+
+    /// Creates and connects a QP between endpoints x and y.
+    std::pair<std::uint32_t, std::uint32_t> connect(std::uint32_t x, std::uint32_t y, core::QpAttr attr = {},
+                                                    core::QpCaps caps = {}) {
+        const std::uint32_t ends[2] = {x, y};
+        std::uint32_t qpn[2];
+        for (int i = 0; i < 2; ++i) {
+            qpn[i] = engines[ends[i]]->submit(core::CmdCreateQp{caps}, now).qpn;
+            core::QpAttr init{};
+            init.access_flags = core::kAccessRemoteWrite | core::kAccessLocalWrite;
+            init.pd = 1;
+            engines[ends[i]]->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, now);
+        }
+        for (int i = 0; i < 2; ++i) {
+            core::QpAttr a = attr;
+            const std::uint32_t peer = ends[1 - i];
+            a.dest_qp_num = qpn[1 - i];
+            a.dest_conn_id = engines[peer]->qp_info(qpn[1 - i]).conn_id;
+            a.rq_psn = 0xFFFF00 + static_cast<std::uint32_t>(1 - i) * 16;  // close to the 24-bit wrap
+            a.sq_psn = 0xFFFF00 + static_cast<std::uint32_t>(i) * 16;
+            a.peer_addr = addr(peer);
+            a.peer_host = peer;
+            for (std::uint32_t p = 0; p < fabric.config().planes; ++p) a.peer_macs[p] = loopback::Fabric::mac(peer, p);
+            const std::uint32_t mask = core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu |
+                                       core::kAttrMpr;
+            if (engines[ends[i]]->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, mask}, now).err != 0)
+                throw std::runtime_error("RTR failed");
+            if (engines[ends[i]]->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a,
+                                                          core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt |
+                                                              core::kAttrCc},
+                                        now).err != 0)
+                throw std::runtime_error("RTS failed");
+        }
+        return {qpn[0], qpn[1]};
+    }
+
+    /// One pass over every endpoint at the current time.
+    void step() {
+        std::vector<driver::RxFrame> rx(64);
+        std::vector<driver::LinkEvent> ev(16);
+        std::vector<core::Completion> wc(64);
+        for (std::size_t i = 0; i < engines.size(); ++i) {
+            auto& e = *engines[i];
+            auto& d = *drivers[i];
+            for (;;) {
+                const std::size_t n = d.rx_burst(rx, now);
+                for (std::size_t k = 0; k < n; ++k) e.on_rx(std::span(rx[k].data, rx[k].len), rx[k].plane, now);
+                if (n < rx.size()) break;
+            }
+            const std::size_t ne = d.poll_link_events(ev);
+            for (std::size_t k = 0; k < ne; ++k) e.submit(core::CmdLinkChange{ev[k].plane, ev[k].up}, now);
+            e.on_timer(now);
+            auto& pend = pending_tx[i];
+            for (;;) {
+                if (pend.empty()) {
+                    pend.resize(64);
+                    pend.resize(e.poll_tx(pend, now));
+                    if (pend.empty()) break;
+                }
+                const std::size_t sent = d.tx_burst(pend, now);
+                pend.erase(pend.begin(), pend.begin() + static_cast<std::ptrdiff_t>(sent));
+                if (!pend.empty()) break;
+            }
+            for (;;) {
+                const std::size_t n = e.poll_completions(wc);
+                for (std::size_t k = 0; k < n; ++k) completions[i].push_back(wc[k]);
+                if (n < wc.size()) break;
+            }
+        }
+    }
+
+    /// Steps and jumps time until done() or until_ns.
+    bool run(const std::function<bool()>& done, core::TimeNs until_ns,
+             const std::function<void()>& each_step = {}) {
+        while (now <= until_ns) {
+            if (each_step) each_step();
+            step();
+            if (done()) return true;
+            core::TimeNs next = fabric.next_event_ns();
+            for (auto& e : engines) next = std::min(next, e->next_wakeup());
+            if (next == core::kNever || next == UINT64_MAX) return done();
+            now = std::max(now + 1, next);
+        }
+        return done();
+    }
+
+    loopback::Fabric fabric;
+    std::vector<std::unique_ptr<GuardedMemory>> memory;
+    std::vector<std::unique_ptr<core::Engine>> engines;
+    std::vector<std::unique_ptr<driver::Driver>> drivers;
+    std::vector<std::vector<core::Completion>> completions;
+    std::vector<std::vector<wire::GatherFrame>> pending_tx;
+    core::TimeNs now = 1'000'000;
+};
+
+}  // namespace omrc::test
