@@ -1,1 +1,254 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// Fabric construction, control operations, scheduling and counters. The
+// per-frame path is in datapath.cpp.
+#include "drivers/loopback/loopback.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "drivers/loopback/fabric_impl.hpp"
+
+namespace omrc::loopback {
+
+LinkCounters& LinkCounters::operator+=(const LinkCounters& o) noexcept {
+    delivered += o.delivered;
+    lost_random += o.lost_random;
+    lost_burst += o.lost_burst;
+    duplicated += o.duplicated;
+    corrupted += o.corrupted;
+    trimmed += o.trimmed;
+    blackholed += o.blackholed;
+    blackholed_ev += o.blackholed_ev;
+    link_down += o.link_down;
+    queue_dropped += o.queue_dropped;
+    queue_trimmed += o.queue_trimmed;
+    ecn_marked += o.ecn_marked;
+    ring_full += o.ring_full;
+    return *this;
+}
+
+LinkCounters LinkCounterSet::snapshot() const noexcept {
+    LinkCounters c;
+    c.delivered = delivered.get();
+    c.lost_random = lost_random.get();
+    c.lost_burst = lost_burst.get();
+    c.duplicated = duplicated.get();
+    c.corrupted = corrupted.get();
+    c.trimmed = trimmed.get();
+    c.blackholed = blackholed.get();
+    c.blackholed_ev = blackholed_ev.get();
+    c.link_down = link_down.get();
+    c.queue_dropped = queue_dropped.get();
+    c.queue_trimmed = queue_trimmed.get();
+    c.ecn_marked = ecn_marked.get();
+    c.ring_full = ring_full.get();
+    return c;
+}
+
+namespace {
+
+void validate(const FabricConfig& c) {
+    auto fail = [](const std::string& what) { throw std::invalid_argument("loopback::FabricConfig: " + what); };
+    if (c.endpoints == 0 || c.endpoints > kMaxEndpoints) fail("endpoints must be 1..256");
+    if (c.planes == 0 || c.planes > kMaxPlanes) fail("planes must be 1..15");
+    if (c.max_frame_bytes < 64 || c.max_frame_bytes > 65536) fail("max_frame_bytes must be 64..65536");
+    if (c.mode == ClockMode::real_time) {
+        if (c.ring_slots == 0 || (c.ring_slots & (c.ring_slots - 1)) != 0) fail("ring_slots must be a power of two");
+        if (c.rx_pool_frames == 0) fail("rx_pool_frames must be at least 1");
+    }
+}
+
+}  // namespace
+
+Fabric::Impl::Impl(const FabricConfig& c) : cfg(c) {
+    validate(cfg);
+    const std::uint32_t n = cfg.endpoints;
+    endpoints.reserve(n);
+    for (std::uint32_t e = 0; e < n; ++e) {
+        auto ep = std::make_unique<Endpoint>();
+        ep->scratch.resize(cfg.max_frame_bytes);
+        Receiver& rx = ep->rx;
+        if (real_time()) {
+            // Everything the data path needs is allocated here, never later.
+            rx.block = std::make_unique_for_overwrite<std::uint8_t[]>(std::size_t{cfg.rx_pool_frames} *
+                                                                     cfg.max_frame_bytes);
+            rx.bufs.resize(cfg.rx_pool_frames);
+            rx.free.reserve(cfg.rx_pool_frames);
+            rx.lent.reserve(cfg.rx_pool_frames);
+            rx.heap.reserve(cfg.rx_pool_frames);
+            for (std::uint32_t i = 0; i < cfg.rx_pool_frames; ++i) {
+                rx.bufs[i].data = rx.block.get() + std::size_t{i} * cfg.max_frame_bytes;
+                rx.bufs[i].cap = cfg.max_frame_bytes;
+                rx.free.push_back(cfg.rx_pool_frames - 1 - i);
+            }
+        }
+        endpoints.push_back(std::move(ep));
+    }
+    links.reserve(std::size_t{n} * n * cfg.planes);
+    for (std::uint32_t s = 0; s < n; ++s)
+        for (std::uint32_t d = 0; d < n; ++d)
+            for (std::uint32_t p = 0; p < cfg.planes; ++p) {
+                auto l = std::make_unique<Link>();
+                for (std::uint32_t k = 0; k < l->rng.size(); ++k) l->rng[k] = Rng::for_link(cfg.seed, s, d, p, k);
+                links.push_back(std::move(l));
+            }
+    if (real_time()) {
+        rings.reserve(std::size_t{n} * n);
+        for (std::size_t i = 0; i < std::size_t{n} * n; ++i)
+            rings.push_back(std::make_unique<SpscRing>(cfg.ring_slots, cfg.max_frame_bytes));
+    }
+}
+
+void Fabric::Impl::check_endpoint(std::uint32_t e) const {
+    if (e >= cfg.endpoints) throw std::out_of_range("loopback: endpoint " + std::to_string(e) + " out of range");
+}
+
+void Fabric::Impl::check_plane(std::uint32_t p) const {
+    if (p >= cfg.planes) throw std::out_of_range("loopback: plane " + std::to_string(p) + " out of range");
+}
+
+void Fabric::Impl::require_virtual(const char* what) const {
+    if (real_time()) throw std::logic_error(std::string("loopback: ") + what + " needs ClockMode::virtual_clock");
+}
+
+const Impairment* Fabric::Impl::publish(const Impairment& imp) {
+    auto copy = std::make_unique<Impairment>(imp);
+    std::sort(copy->blackhole_evs.begin(), copy->blackhole_evs.end());
+    copy->blackhole_evs.erase(std::unique(copy->blackhole_evs.begin(), copy->blackhole_evs.end()),
+                              copy->blackhole_evs.end());
+    // Readers may hold the old config for the rest of a frame: old configs
+    // stay alive until the fabric is destroyed.
+    configs.push_back(std::move(copy));
+    return configs.back().get();
+}
+
+void Fabric::Impl::set_link_locked(std::uint32_t endpoint, std::uint32_t plane, bool up) {
+    auto& changes = endpoints[endpoint]->port_changes[plane];
+    const bool is_up = (changes.load(std::memory_order_relaxed) & 1u) == 0;
+    if (is_up != up) changes.fetch_add(1, std::memory_order_release);
+}
+
+void Fabric::Impl::apply(const ScheduledChange& ch) {
+    switch (ch.kind) {
+        case ScheduledChange::Kind::link:
+            set_link_locked(ch.endpoint_or_src, ch.plane, ch.up);
+            break;
+        case ScheduledChange::Kind::impairment:
+            link(ch.endpoint_or_src, ch.dst, ch.plane).imp.store(publish(ch.imp), std::memory_order_release);
+            break;
+        case ScheduledChange::Kind::impairment_all: {
+            const Impairment* p = publish(ch.imp);
+            for (auto& l : links) l->imp.store(p, std::memory_order_release);
+            break;
+        }
+    }
+}
+
+// ---- Fabric ----
+
+Fabric::Fabric(const FabricConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+Fabric::~Fabric() = default;
+
+wire::MacAddr Fabric::mac(std::uint32_t endpoint, std::uint32_t plane) noexcept {
+    return {0x02, 0x6d, 0x72, 0x63, static_cast<std::uint8_t>(plane), static_cast<std::uint8_t>(endpoint)};
+}
+
+const FabricConfig& Fabric::config() const noexcept { return impl_->cfg; }
+
+void Fabric::set_impairment(std::uint32_t src, std::uint32_t dst, std::uint32_t plane, const Impairment& imp) {
+    impl_->check_endpoint(src);
+    impl_->check_endpoint(dst);
+    impl_->check_plane(plane);
+    const std::lock_guard lock(impl_->control_mutex);
+    impl_->link(src, dst, plane).imp.store(impl_->publish(imp), std::memory_order_release);
+}
+
+void Fabric::set_impairment(std::uint32_t src, std::uint32_t dst, const Impairment& imp) {
+    impl_->check_endpoint(src);
+    impl_->check_endpoint(dst);
+    const std::lock_guard lock(impl_->control_mutex);
+    const Impairment* p = impl_->publish(imp);
+    for (std::uint32_t plane = 0; plane < impl_->cfg.planes; ++plane)
+        impl_->link(src, dst, plane).imp.store(p, std::memory_order_release);
+}
+
+void Fabric::set_impairment_all(const Impairment& imp) {
+    const std::lock_guard lock(impl_->control_mutex);
+    impl_->apply(ScheduledChange{ScheduledChange::Kind::impairment_all, 0, 0, 0, true, imp});
+}
+
+void Fabric::set_link(std::uint32_t endpoint, std::uint32_t plane, bool up) {
+    impl_->check_endpoint(endpoint);
+    impl_->check_plane(plane);
+    const std::lock_guard lock(impl_->control_mutex);
+    impl_->set_link_locked(endpoint, plane, up);
+}
+
+bool Fabric::link_up(std::uint32_t endpoint, std::uint32_t plane) const {
+    impl_->check_endpoint(endpoint);
+    impl_->check_plane(plane);
+    return impl_->port_up(endpoint, plane);
+}
+
+void Fabric::schedule_link(std::uint64_t at_ns, std::uint32_t endpoint, std::uint32_t plane, bool up) {
+    impl_->require_virtual("schedule_link");
+    impl_->check_endpoint(endpoint);
+    impl_->check_plane(plane);
+    impl_->schedule.emplace(at_ns, ScheduledChange{ScheduledChange::Kind::link, endpoint, 0, plane, up, {}});
+}
+
+void Fabric::schedule_impairment(std::uint64_t at_ns, std::uint32_t src, std::uint32_t dst, std::uint32_t plane,
+                                 const Impairment& imp) {
+    impl_->require_virtual("schedule_impairment");
+    impl_->check_endpoint(src);
+    impl_->check_endpoint(dst);
+    impl_->check_plane(plane);
+    impl_->schedule.emplace(at_ns, ScheduledChange{ScheduledChange::Kind::impairment, src, dst, plane, true, imp});
+}
+
+void Fabric::schedule_impairment_all(std::uint64_t at_ns, const Impairment& imp) {
+    impl_->require_virtual("schedule_impairment_all");
+    impl_->schedule.emplace(at_ns, ScheduledChange{ScheduledChange::Kind::impairment_all, 0, 0, 0, true, imp});
+}
+
+void Fabric::advance(std::uint64_t now_ns) {
+    impl_->require_virtual("advance");
+    impl_->advance(now_ns);
+}
+
+std::uint64_t Fabric::next_event_ns() const {
+    impl_->require_virtual("next_event_ns");
+    std::uint64_t t = impl_->schedule.empty() ? UINT64_MAX : impl_->schedule.begin()->first;
+    for (std::uint32_t e = 0; e < impl_->cfg.endpoints; ++e) t = std::min(t, impl_->endpoints[e]->rx.earliest());
+    return t;
+}
+
+LinkCounters Fabric::link_counters(std::uint32_t src, std::uint32_t dst, std::uint32_t plane) const {
+    impl_->check_endpoint(src);
+    impl_->check_endpoint(dst);
+    impl_->check_plane(plane);
+    return impl_->link(src, dst, plane).counters.snapshot();
+}
+
+EndpointCounters Fabric::endpoint_counters(std::uint32_t endpoint) const {
+    impl_->check_endpoint(endpoint);
+    EndpointCounters c;
+    for (std::uint32_t peer = 0; peer < impl_->cfg.endpoints; ++peer)
+        for (std::uint32_t p = 0; p < impl_->cfg.planes; ++p) {
+            c.sent += impl_->link(endpoint, peer, p).counters.snapshot();
+            c.received += impl_->link(peer, endpoint, p).counters.snapshot();
+        }
+    const Endpoint& ep = *impl_->endpoints[endpoint];
+    c.unknown_destination = ep.unknown_destination.get();
+    c.invalid_frames = ep.invalid_frames.get();
+    c.driver.rx_frames = ep.rx_frames.get();
+    c.driver.rx_bytes = ep.rx_bytes.get();
+    c.driver.tx_frames = ep.tx_frames.get();
+    c.driver.tx_bytes = ep.tx_bytes.get();
+    c.driver.tx_dropped_link_down = ep.tx_dropped_link_down.get();
+    c.driver.tx_dropped_full = ep.tx_dropped_full.get();
+    return c;
+}
+
+}  // namespace omrc::loopback

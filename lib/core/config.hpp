@@ -56,9 +56,10 @@ struct EngineConfig {
     std::uint64_t ack_delay_ns = 2'000;        ///< ... or this long after the first unacknowledged one
 
     // Paths.
-    std::uint64_t ev_timeout_ns = 200'000;     ///< upper bound of the EV timeout (also used before any RTT sample)
-    std::uint64_t min_ev_timeout_ns = 20'000;  ///< lower bound: EV timeout = 2 · max RTT + reorder window, clamped
-    std::uint64_t probe_interval_ns = 50'000;  ///< probe period of an ASSUMED_BAD EV
+    std::uint64_t ev_timeout_ns = 200'000;     ///< EV timeout before any RTT sample
+    std::uint64_t min_ev_timeout_ns = 20'000;  ///< EV timeout = max(this, 2 · max RTT + reorder window)
+    std::uint64_t probe_interval_ns = 50'000;  ///< first probe period of an ASSUMED_BAD EV
+    std::uint64_t max_probe_interval_ns = 1'000'000;  ///< unanswered probes back off (×2) up to this
     std::uint32_t probe_successes_to_restore = 3;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down

@@ -182,6 +182,7 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->pkts.assign(qp->rcv_window, TxPkt{});
         qp->pkt_mask = qp->rcv_window - 1;
         qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, cfg_.ev_track_depth, qp->qpn, rng_);
+        qp->paths.set_probe_intervals(cfg_.probe_interval_ns, cfg_.max_probe_interval_ns);
         prepare_specs(*qp);
         qp->state = QpState::rtr;
         return {kOk};

@@ -178,9 +178,11 @@ TimeNs Engine::reorder_window(const Qp& qp) const noexcept {
 }
 
 TimeNs Engine::ev_timeout(const Qp& qp) const noexcept {
-    // Tens of microseconds, not a fixed RTO: a few measured round trips.
+    // A few measured round trips (tens of microseconds on a fabric), never a
+    // fixed RTO: the slowest path's RTT sets it, so a long path is not
+    // mistaken for a dead one.
     if (qp.rtt_min_ns == 0) return cfg_.ev_timeout_ns;
-    return std::clamp<TimeNs>(2 * qp.rtt_max_ns + reorder_window(qp), cfg_.min_ev_timeout_ns, cfg_.ev_timeout_ns);
+    return std::max<TimeNs>(2 * qp.rtt_max_ns + reorder_window(qp), cfg_.min_ev_timeout_ns);
 }
 
 bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView& sack, TimeNs now) {
@@ -269,7 +271,7 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
     if (probe_answer) {
         ++qp.stats.probe_answers;
         if (qp.paths.on_probe_answer(s.ev, static_cast<std::uint16_t>(s.ack_psn_offset),
-                                     cfg_.probe_successes_to_restore))
+                                     cfg_.probe_successes_to_restore, rng_))
             ++qp.stats.ev_restorations;
     }
     const std::uint32_t last_sent = psn_add(qp.snd_nxt, -1);
@@ -331,7 +333,7 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
         a.rtt_ns = (f.cc.ts_echo != 0 && !probe_answer) ? std::uint64_t{dt} * wire::TsethHdr::kTickNs : 0;
         if (a.rtt_ns != 0) {
             qp.rtt_min_ns = qp.rtt_min_ns == 0 ? a.rtt_ns : std::min(qp.rtt_min_ns, a.rtt_ns);
-            qp.rtt_max_ns = a.rtt_ns >= qp.rtt_max_ns ? a.rtt_ns : qp.rtt_max_ns - (qp.rtt_max_ns - a.rtt_ns) / 64;
+            qp.rtt_max_ns = a.rtt_ns >= qp.rtt_max_ns ? a.rtt_ns : qp.rtt_max_ns - (qp.rtt_max_ns - a.rtt_ns) / 1024;
         }
         qp.cc->on_ack(a);
     }
@@ -392,7 +394,7 @@ void Engine::send_probe(Qp& qp, BadEv& bad, TimeNs now) {
     wire::GatherFrame* g = ctrl_slot();
     bad.probe_id = (rng_.next_u32() & 0xFFFF) | 1;
     bad.probe_sent_ns = now;
-    bad.next_probe_ns = now + cfg_.probe_interval_ns;
+    bad.next_probe_ns = now + std::max<TimeNs>(bad.interval_ns, cfg_.probe_interval_ns);
     if (g == nullptr) return;
     wire::FrameSpec& s = qp.ctrl_spec;
     s.bth.opcode = wire::Opcode::probe;

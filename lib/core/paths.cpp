@@ -34,6 +34,7 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     depth_ = std::max<std::uint32_t>(track_depth, 1);
     const std::uint32_t per_plane = std::max<std::uint32_t>((evs + planes_ - 1) / planes_, 1);
     next_path_.assign(planes_, 0);
+    retire_streak_.assign(planes_, 0);
     for (auto& p : next_path_) p = static_cast<std::uint32_t>(rng.below(4096));
     slots_.assign(static_cast<std::size_t>(per_plane) * planes_, EvSlot{});
     for (std::size_t i = 0; i < slots_.size(); ++i) {
@@ -67,7 +68,7 @@ int PathSet::select(std::uint32_t plane_mask) noexcept {
                 ++rotation_;
             }
             EvSlot& s = slots_[i];
-            if (!(plane_mask & (1u << s.plane))) continue;
+            if (!(plane_mask & (1u << s.plane)) || s.parked) continue;
             if (policy_ == PathPolicy::adaptive && pass == 0 && s.state == EvState::skip) {
                 if (s.skip_rotation >= rotation_) continue;
                 s.state = EvState::good;
@@ -88,12 +89,27 @@ void PathSet::mark_skip(std::size_t slot) noexcept {
 bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng) {
     if (policy_ != PathPolicy::adaptive) return false;
     EvSlot& s = slots_[slot];
-    bad_.push_back(BadEv{s.ev, s.plane, 0, now, 0, 0});
-    // Keep the probe list bounded: when every path keeps failing (a dead
-    // peer), the oldest retired EVs are forgotten instead of probed forever.
-    if (bad_.size() > 2 * slots_.size() + 16) bad_.erase(bad_.begin());
+    // At most a few EVs per plane are probed: enough to see the plane come
+    // back, without a probe storm while a whole plane is dark.
+    constexpr std::size_t kProbedPerPlane = 4;
+    const auto probing = static_cast<std::size_t>(
+        std::count_if(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.plane == s.plane; }));
+    if (probing < kProbedPerPlane) bad_.push_back(BadEv{s.ev, s.plane, 0, now, 0, 0, probe_first_ns_});
     ++retirements_;
     ++s.counters.retirements;
+    // A plane's worth of retirements in a row with no acknowledgement on it:
+    // the plane failed, not the paths. Park the slot instead of feeding it
+    // fresh EVs that would fail the same way; a probe answer brings it back.
+    const std::uint32_t per_plane = static_cast<std::uint32_t>(slots_.size()) / planes_;
+    if (++retire_streak_[s.plane] >= per_plane) {
+        s.parked = true;
+        s.state = EvState::good;
+        s.last_acked_tx_seq = 0;
+        s.suspect_ns = 0;
+        s.loss_ewma = 0.0;
+        clear_tracked(slot);
+        return true;
+    }
     // Replace from the same plane: a known-good backup first, else a fresh EV.
     auto it = std::find_if(backup_.begin(), backup_.end(),
                            [&](std::uint32_t ev) { return routing::ev_plane(ev) == s.plane; });
@@ -157,6 +173,7 @@ void PathSet::clear_tracked(std::size_t slot) noexcept {
 
 bool PathSet::record_outcome(std::size_t slot, bool lost) noexcept {
     EvSlot& s = slots_[slot];
+    if (!lost) retire_streak_[s.plane] = 0;
     const double x = lost ? 1.0 : 0.0;
     s.loss_ewma += (x - s.loss_ewma) / 8.0;
     qp_loss_ewma_ += (x - qp_loss_ewma_) / 256.0;
@@ -169,10 +186,20 @@ BadEv* PathSet::probe_due(TimeNs now) noexcept {
     return nullptr;
 }
 
-bool PathSet::on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uint32_t needed) noexcept {
+bool PathSet::on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uint32_t needed, Rng& rng) {
     auto it = std::find_if(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.ev == ev; });
     if (it == bad_.end() || it->probe_id == 0 || (it->probe_id & 0xFFFF) != (probe_id & 0xFFFF)) return false;
     it->probe_id = 0;
+    it->interval_ns = probe_first_ns_;
+    it->next_probe_ns = it->probe_sent_ns;  // answered: probe again right away until restored
+    const std::uint8_t plane = it->plane;
+    // The plane answers again: parked slots come back at once with fresh EVs.
+    retire_streak_[plane] = 0;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        if (!slots_[i].parked || slots_[i].plane != plane) continue;
+        slots_[i].parked = false;
+        slots_[i].ev = fresh_ev(plane, rng);
+    }
     if (++it->successes < needed) return false;
     backup_.push_back(it->ev);
     bad_.erase(it);
@@ -180,11 +207,17 @@ bool PathSet::on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uin
     return true;
 }
 
+std::uint32_t PathSet::parked() const noexcept {
+    return static_cast<std::uint32_t>(std::count_if(slots_.begin(), slots_.end(), [](const EvSlot& s) { return s.parked; }));
+}
+
 void PathSet::expire_probes(TimeNs now, TimeNs timeout) noexcept {
     for (auto& b : bad_) {
         if (b.probe_id != 0 && now >= b.probe_sent_ns + timeout) {
             b.probe_id = 0;
             b.successes = 0;
+            b.interval_ns = std::min(probe_max_ns_, std::max(b.interval_ns, probe_first_ns_) * 2);
+            b.next_probe_ns = b.probe_sent_ns + b.interval_ns;
         }
     }
 }

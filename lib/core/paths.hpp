@@ -43,6 +43,7 @@ struct EvSlot {
     std::uint32_t fifo_head = 0;     ///< path-order tracking ring (see PathSet::track)
     std::uint32_t fifo_count = 0;
     double loss_ewma = 0.0;          ///< recent loss fraction of packets on this EV (weight 1/8 per packet)
+    bool parked = false;             ///< its plane failed as a whole: not used until a probe on the plane succeeds
     EvCounters counters{};
 };
 
@@ -54,6 +55,7 @@ struct BadEv {
     TimeNs next_probe_ns = 0;
     std::uint32_t probe_id = 0;       ///< outstanding probe (0 = none)
     TimeNs probe_sent_ns = 0;
+    TimeNs interval_ns = 0;           ///< current probe period; doubles after each unanswered probe, up to a cap
 };
 
 class PathSet {
@@ -62,6 +64,11 @@ public:
     /// `backups` spare EVs, all fresh. `qpn` spreads ECMP QPs over planes.
     void init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
               std::uint32_t track_depth, std::uint32_t qpn, Rng& rng);
+    /// Probe period of a newly retired EV and the cap its backoff reaches.
+    void set_probe_intervals(TimeNs first_ns, TimeNs max_ns) noexcept {
+        probe_first_ns_ = first_ns;
+        probe_max_ns_ = max_ns;
+    }
 
     /// Next slot to send on, or -1 when no plane in `plane_mask` is usable.
     int select(std::uint32_t plane_mask) noexcept;
@@ -92,8 +99,11 @@ public:
 
     /// Probing: an ASSUMED_BAD EV whose probe is due, or nullptr.
     BadEv* probe_due(TimeNs now) noexcept;
-    /// A probe answer for `ev`; true when it restored the EV to the backup pool.
-    bool on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uint32_t needed) noexcept;
+    /// A probe answer for `ev`; true when it restored the EV to the backup pool
+    /// (parked slots of its plane then come back with fresh EVs).
+    bool on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uint32_t needed, Rng& rng);
+    /// Slots parked because their whole plane failed.
+    [[nodiscard]] std::uint32_t parked() const noexcept;
     /// Probe timed out (no answer within `timeout`): success run resets.
     void expire_probes(TimeNs now, TimeNs timeout) noexcept;
     [[nodiscard]] TimeNs next_probe_ns() const noexcept;
@@ -122,6 +132,9 @@ private:
     std::vector<BadEv> bad_;
     std::vector<std::uint32_t> denied_;
     std::vector<std::uint32_t> next_path_; ///< per plane: next path index for fresh EVs
+    std::vector<std::uint32_t> retire_streak_;  ///< per plane: retirements since the last acknowledgement on it
+    TimeNs probe_first_ns_ = 50'000;
+    TimeNs probe_max_ns_ = 1'000'000;
     std::uint32_t cursor_ = 0;
     std::uint64_t rotation_ = 0;
     std::uint32_t ecmp_slot_ = 0;

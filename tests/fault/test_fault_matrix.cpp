@@ -86,3 +86,165 @@ TEST_CASE("row 1: 10% random loss on all paths, 1 GiB of WRITEs 4 KiB-8 MiB", "[
     WARN("row 1: goodput with 10% loss = " << goodput_ratio << " of lossless (" << lossless_ns / 1000 << " us vs "
                                            << r.elapsed_ns / 1000 << " us virtual)");
 }
+
+TEST_CASE("row 2: bursty loss (bursts 4-32) plus 2% loss on the ACK direction only", "[fault]") {
+    const std::uint64_t seed = 202;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    loopback::Impairment data;
+    data.burst_loss.p_good_to_bad = 0.002;
+    data.burst_loss.p_bad_to_good = 1.0 / 16;  // mean burst 16 packets (bursts of 4-32 are typical)
+    data.burst_loss.loss_bad = 1.0;
+    h.fabric.set_impairment(0, 1, data);
+    loopback::Impairment acks;
+    acks.loss.rate = 0.02;
+    acks.loss.select = loopback::Select::control;
+    h.fabric.set_impairment(1, 0, acks);
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    (void)b;
+    const std::size_t total = 256u << 20;
+    const auto sizes = message_sizes(total, 4 << 10, 8 << 20, seed);
+    GuardedTransfer t = make_guarded(total, seed);
+    const RunResult r = transfer(h, a, t, sizes, 32, 10'000'000'000);
+    REQUIRE(r.finished);
+    CHECK(t.byte_exact());
+    CHECK(t.guards_intact());
+    check_one_completion_each(h.completions[0], sizes.size());
+    // Keep running: stale and duplicate SACKs still arriving must not add a completion.
+    h.run([] { return false; }, h.now + 2'000'000);
+    CHECK(h.completions[0].size() == sizes.size());
+    CHECK(h.fabric.link_counters(0, 1, 0).lost_burst + h.fabric.link_counters(0, 1, 3).lost_burst > 0);
+}
+
+TEST_CASE("row 4: per-path delay skew 0-500 us, no loss: few spurious retransmits", "[fault]") {
+    const std::uint64_t seed = 404;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    for (std::uint32_t p = 0; p < 8; ++p) {
+        loopback::Impairment skew;
+        skew.delay.extra_ns = p * 500'000 / 7;  // plane 0: 0 µs … plane 7: 500 µs
+        h.fabric.set_impairment(0, 1, p, skew);
+        h.fabric.set_impairment(1, 0, p, skew);
+    }
+    QpAttr attr = adaptive_attr();
+    attr.mpr = 32;  // 4096 packets: reorder depth up to the receive window
+    auto [a, b] = h.connect(0, 1, attr);
+    (void)b;
+    const std::size_t total = 256u << 20;
+    const auto sizes = message_sizes(total, 64 << 10, 8 << 20, seed);
+    GuardedTransfer t = make_guarded(total, seed);
+    const RunResult r = transfer(h, a, t, sizes, 32, 10'000'000'000);
+    REQUIRE(r.finished);
+    CHECK(t.byte_exact());
+    check_one_completion_each(h.completions[0], sizes.size());
+    const auto& st = h.engines[0]->find_qp(a)->stats;
+    const double spurious = static_cast<double>(st.data_pkts_resent) / static_cast<double>(st.data_pkts_sent);
+    CAPTURE(st.data_pkts_resent, st.data_pkts_sent, spurious);
+    CHECK(spurious < 0.01);
+}
+
+TEST_CASE("row 7: 1% single-bit corruption anywhere", "[fault]") {
+    const std::uint64_t seed = 707;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    loopback::Impairment imp;
+    imp.corrupt.rate = 0.01;
+    imp.corrupt.anywhere = true;
+    h.fabric.set_impairment_all(imp);
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    (void)b;
+    const std::size_t total = 128u << 20;
+    const auto sizes = message_sizes(total, 4 << 10, 8 << 20, seed);
+    GuardedTransfer t = make_guarded(total, seed);
+    const RunResult r = transfer(h, a, t, sizes, 32, 10'000'000'000);
+    REQUIRE(r.finished);
+    CHECK(t.byte_exact());
+    CHECK(t.guards_intact());
+    check_one_completion_each(h.completions[0], sizes.size());
+    const auto& errs = h.engines[1]->stats().rx_wire_errors;
+    CHECK(errs[static_cast<std::size_t>(wire::WireError::bad_icrc)] > 0);
+}
+
+TEST_CASE("row 9: 5% of data packets trimmed on one plane", "[fault]") {
+    const std::uint64_t seed = 909;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    loopback::Impairment imp;
+    imp.trim.rate = 0.05;
+    imp.trim.size_bytes = 128;
+    h.fabric.set_impairment(0, 1, 2, imp);
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const std::size_t total = 128u << 20;
+    const auto sizes = message_sizes(total, 4 << 10, 8 << 20, seed);
+    GuardedTransfer t = make_guarded(total, seed);
+    const RunResult r = transfer(h, a, t, sizes, 32, 10'000'000'000);
+    REQUIRE(r.finished);
+    CHECK(t.byte_exact());
+    check_one_completion_each(h.completions[0], sizes.size());
+    const auto& sa = h.engines[0]->find_qp(a)->stats;
+    const auto& sb = h.engines[1]->find_qp(b)->stats;
+    const std::uint64_t trimmed = h.fabric.link_counters(0, 1, 2).trimmed;
+    REQUIRE(trimmed > 0);
+    CHECK(sb.trims_received == trimmed);
+    CHECK(sa.trims_nacked == trimmed);
+    CHECK(sa.data_pkts_resent == trimmed);  // NACK → only those PSNs
+    CHECK(sa.ev_retirements == 0);          // trims alone never retire a path
+}
+
+TEST_CASE("row 10: one of 8 planes blackholed for 10 s, then restored", "[fault]") {
+    const std::uint64_t seed = 1010;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    (void)b;
+    // A steady stream: one 32 KiB WRITE every 200 µs for 12 s of virtual time.
+    const TimeNs period = 200'000;
+    const TimeNs t_black = h.now + 1'000'000'000, t_restore = t_black + 10'000'000'000, t_end = t_restore + 1'000'000'000;
+    loopback::Impairment dark;
+    dark.blackhole = true;
+    h.fabric.schedule_impairment(t_black, 0, 1, 4, dark);
+    h.fabric.schedule_impairment(t_restore, 0, 1, 4, loopback::Impairment{});
+    GuardedTransfer t = make_guarded(32 << 10, seed);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    TimeNs next_post = h.now;
+    std::uint64_t posted = 0;
+    std::vector<TimeNs> completion_times;
+    std::size_t seen = 0;
+    TimeNs plane_back_ns = 0;
+    std::uint64_t sent_on_plane_at_restore = 0;
+    auto sent_on_plane = [&] {
+        std::uint64_t n = 0;
+        const auto* qp = h.engines[0]->find_qp(a);
+        for (std::size_t s = 0; s < qp->paths.size(); ++s)
+            if (qp->paths.slot(s).plane == 4) n += qp->paths.slot(s).counters.sent;
+        return n;
+    };
+    h.run([&] { return h.now >= t_end; }, t_end + 1, [&] {
+        while (h.now >= next_post && next_post < t_end) {
+            core::SendRequest r = write_requests(t, {t.src.size()}, posted++)[0];
+            const auto* q = h.engines[0]->find_qp(a);
+            INFO("sq " << q->sq_count << "/" << q->sq_unsegmented << " posted " << posted << " now " << h.now << " una " << q->snd_una << " nxt " << q->snd_nxt << " resend " << q->resend.size()
+                        << " inflight " << q->inflight_bytes << " parked " << q->paths.parked() << " bad "
+                        << q->paths.bad().size() << " evto " << q->stats.ev_timeouts << " sent " << q->stats.data_pkts_sent
+                        << " resent " << q->stats.data_pkts_resent << " probes " << q->stats.probes_sent << " answers "
+                        << q->stats.probe_answers << " next_scan " << q->next_scan_ns << " cwnd " << q->cc->window_bytes());
+            REQUIRE(h.engines[0]->submit(CmdPostSend{a, std::span(&r, 1)}, h.now).err == 0);
+            next_post += period;
+        }
+        for (; seen < h.completions[0].size(); ++seen) completion_times.push_back(h.now);
+        if (h.now >= t_restore && sent_on_plane_at_restore == 0) sent_on_plane_at_restore = sent_on_plane() + 1;
+        if (plane_back_ns == 0 && sent_on_plane_at_restore != 0 && sent_on_plane() + 1 > sent_on_plane_at_restore + 8)
+            plane_back_ns = h.now;
+    }, [&] { return next_post < t_end ? next_post : std::min(t_end, kNever); });
+    for (const auto& c : h.completions[0]) REQUIRE(c.status == WcStatus::success);
+    CHECK(h.engines[0]->qp_info(a).state == QpState::rts);
+    TimeNs max_gap = 0;
+    for (std::size_t i = 1; i < completion_times.size(); ++i) max_gap = std::max(max_gap, completion_times[i] - completion_times[i - 1]);
+    const TimeNs rto = h.engines[0]->config().ev_timeout_ns;
+    CAPTURE(max_gap, rto, posted, completion_times.size());
+    CHECK(max_gap <= period + rto + 1'000'000);
+    REQUIRE(plane_back_ns != 0);
+    const TimeNs probe_interval = h.engines[0]->config().max_probe_interval_ns;
+    CAPTURE(plane_back_ns - t_restore, probe_interval);
+    CHECK(plane_back_ns - t_restore <= 3 * probe_interval);
+}

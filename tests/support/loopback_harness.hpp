@@ -115,14 +115,18 @@ public:
     }
 
     /// Steps and jumps time until done() or until_ns.
+    /// `each_step` runs before every pass (post work there); `next_hint` says
+    /// when it next needs to run (kNever: only on events).
     bool run(const std::function<bool()>& done, core::TimeNs until_ns,
-             const std::function<void()>& each_step = {}) {
+             const std::function<void()>& each_step = {},
+             const std::function<core::TimeNs()>& next_hint = {}) {
         while (now <= until_ns) {
             if (each_step) each_step();
             step();
             if (done()) return true;
             core::TimeNs next = fabric.next_event_ns();
             for (auto& e : engines) next = std::min(next, e->next_wakeup());
+            if (next_hint) next = std::min(next, next_hint());
             if (next == core::kNever || next == UINT64_MAX) return done();
             now = std::max(now + 1, next);
         }

@@ -87,7 +87,7 @@ TEST_CASE("PathSet::retire__replaces_from_same_plane_and_probes_back", "[unit][c
         b = s.probe_due(1000 + static_cast<std::uint64_t>(i));
         REQUIRE(b != nullptr);
         b->probe_id = 0x100u + static_cast<std::uint32_t>(i);
-        const bool restored = s.on_probe_answer(old_ev, b->probe_id, 3);
+        const bool restored = s.on_probe_answer(old_ev, b->probe_id, 3, rng);
         CHECK(restored == (i == 2));
     }
     CHECK(s.bad().empty());
@@ -103,7 +103,7 @@ TEST_CASE("PathSet::on_probe_answer__wrong_id_or_timeout_resets", "[unit][core]"
     BadEv* b = s.probe_due(0);
     b->probe_id = 7;
     b->probe_sent_ns = 0;
-    CHECK_FALSE(s.on_probe_answer(ev, 8, 1));  // not the outstanding probe
+    CHECK_FALSE(s.on_probe_answer(ev, 8, 1, rng));  // not the outstanding probe
     s.expire_probes(1000, 500);
     CHECK(s.bad().front().probe_id == 0);
     CHECK(s.bad().front().successes == 0);

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Internal state of a loopback Fabric (not part of the public API). Who
+// touches what (real_time mode; in virtual_clock mode everything runs on one
+// thread):
+//   Link          – impairment streams, Gilbert–Elliott state and queue state
+//                   are owned by the src endpoint's thread; `imp` is published
+//                   by control calls (release) and read by that thread
+//                   (acquire); counters are written by that thread only.
+//   Endpoint      – tx side and rx side are owned by the endpoint's thread;
+//                   `port_changes` is written by control calls.
+//   rings         – ring (src, dst): producer = src's thread, consumer = dst's.
+//   control_mutex – serialises control calls; the data path never takes it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "drivers/loopback/loopback.hpp"
+#include "drivers/loopback/rng.hpp"
+#include "drivers/loopback/spsc_ring.hpp"
+
+namespace omrc::loopback {
+
+inline constexpr std::uint32_t kMaxPlanes = 15;
+inline constexpr std::uint32_t kMaxEndpoints = 256;
+
+/// A monotonically increasing counter with a single writer: the increment is
+/// a relaxed load + store (no locked read-modify-write), readers on other
+/// threads see a value that is exact but possibly a little old.
+class Counter {
+public:
+    void add(std::uint64_t n = 1) noexcept {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
+    [[nodiscard]] std::uint64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<std::uint64_t> v_{0};
+};
+
+/// Atomic mirror of LinkCounters (same fields, same meaning).
+struct LinkCounterSet {
+    Counter delivered, lost_random, lost_burst, duplicated, corrupted, trimmed, blackholed, blackholed_ev, link_down,
+        queue_dropped, queue_trimmed, ecn_marked, ring_full;
+    [[nodiscard]] LinkCounters snapshot() const noexcept;
+};
+
+/// Index of each impairment's random stream within a link.
+enum class Stream : std::uint32_t { loss = 0, burst, corrupt, trim, jitter, duplicate, count_ };
+
+/// One link direction src → dst on one plane.
+struct Link {
+    std::atomic<const Impairment*> imp{nullptr};  ///< immutable, owned by Impl::configs; null = none
+    std::array<Rng, static_cast<std::size_t>(Stream::count_)> rng{};  ///< one stream per impairment kind
+    bool burst_bad = false;           ///< Gilbert–Elliott state: true = bad
+    std::uint64_t busy_until_ns = 0;  ///< time the link finishes serializing what it accepted, ns
+    LinkCounterSet counters;
+};
+
+/// A frame waiting for its delivery time at the receiver.
+struct RxEntry {
+    std::uint64_t deliver_ns = 0;  ///< delivery time, ns
+    std::uint64_t seq = 0;         ///< tie-break: send order (virtual) or ring drain order (real time)
+    std::uint32_t buf = 0;         ///< index into Receiver::bufs
+    std::uint32_t len = 0;         ///< frame bytes
+    std::uint8_t plane = 0;
+};
+
+/// Receive side of one endpoint: buffers, the delivery min-heap and the
+/// buffers lent to the caller by the last rx_burst (returned at the next).
+struct Receiver {
+    struct Buf {
+        std::unique_ptr<std::uint8_t[]> own;  ///< virtual_clock: per-buffer storage
+        std::uint8_t* data = nullptr;
+        std::uint32_t cap = 0;  ///< bytes available at data
+    };
+    std::unique_ptr<std::uint8_t[]> block;  ///< real_time: rx_pool_frames × max_frame_bytes
+    std::vector<Buf> bufs;
+    std::vector<std::uint32_t> free;        ///< indices of unused bufs
+    std::vector<std::uint32_t> lent;        ///< indices handed out by the last rx_burst
+    std::vector<RxEntry> heap;              ///< min-heap on (deliver_ns, seq)
+    std::uint64_t drain_seq = 0;            ///< real_time: next RxEntry::seq
+    std::uint32_t drain_start = 0;          ///< real_time: first source ring drained next (round robin)
+
+    /// A free buffer of at least `len` bytes, or false (real_time pool exhausted).
+    bool take(std::uint32_t len, bool can_grow, std::uint32_t& out);
+    void push(const RxEntry& e);
+    [[nodiscard]] std::uint64_t earliest() const noexcept {
+        return heap.empty() ? UINT64_MAX : heap.front().deliver_ns;
+    }
+    RxEntry pop();
+};
+
+/// One endpoint: its ports, its driver's counters, its scratch buffer.
+struct Endpoint {
+    /// Per plane: number of up/down changes so far; even = up. Written by
+    /// control calls (release), read by the data path (acquire).
+    std::array<std::atomic<std::uint32_t>, kMaxPlanes> port_changes{};
+    /// Per plane: changes already reported by poll_link_events (driver thread).
+    std::array<std::uint32_t, kMaxPlanes> port_reported{};
+    std::atomic<bool> attached{false};
+    std::vector<std::uint8_t> scratch;  ///< max_frame_bytes: the frame being sent (sender thread)
+    Receiver rx;
+    Counter rx_frames, rx_bytes, tx_frames, tx_bytes, tx_dropped_link_down, tx_dropped_full;
+    Counter unknown_destination, invalid_frames;
+    std::uint64_t tx_released = 0;  ///< frames accepted by tx_burst (driver thread)
+};
+
+/// A change scheduled at a virtual time.
+struct ScheduledChange {
+    enum class Kind : std::uint8_t { link, impairment, impairment_all } kind = Kind::link;
+    std::uint32_t endpoint_or_src = 0;
+    std::uint32_t dst = 0;
+    std::uint32_t plane = 0;
+    bool up = true;
+    Impairment imp{};
+};
+
+struct Fabric::Impl {
+    explicit Impl(const FabricConfig& c);
+
+    FabricConfig cfg;
+    std::vector<std::unique_ptr<Endpoint>> endpoints;
+    std::vector<std::unique_ptr<Link>> links;            ///< index link_index(src, dst, plane)
+    std::vector<std::unique_ptr<SpscRing>> rings;        ///< real_time: index src * endpoints + dst
+    std::mutex control_mutex;
+    std::vector<std::unique_ptr<const Impairment>> configs;  ///< every published config (control_mutex)
+    std::multimap<std::uint64_t, ScheduledChange> schedule;  ///< virtual_clock: by time, then insertion
+    std::uint64_t send_seq = 0;                              ///< virtual_clock: fabric-wide send order
+
+    [[nodiscard]] bool real_time() const noexcept { return cfg.mode == ClockMode::real_time; }
+    [[nodiscard]] std::size_t link_index(std::uint32_t src, std::uint32_t dst, std::uint32_t plane) const noexcept {
+        return (std::size_t{src} * cfg.endpoints + dst) * cfg.planes + plane;
+    }
+    [[nodiscard]] Link& link(std::uint32_t src, std::uint32_t dst, std::uint32_t plane) noexcept {
+        return *links[link_index(src, dst, plane)];
+    }
+    [[nodiscard]] bool port_up(std::uint32_t endpoint, std::uint32_t plane) const noexcept {
+        return (endpoints[endpoint]->port_changes[plane].load(std::memory_order_acquire) & 1u) == 0;
+    }
+    void check_endpoint(std::uint32_t e) const;
+    void check_plane(std::uint32_t p) const;
+    void require_virtual(const char* what) const;
+
+    // Control (control_mutex held by the caller).
+    const Impairment* publish(const Impairment& imp);
+    void set_link_locked(std::uint32_t endpoint, std::uint32_t plane, bool up);
+    void apply(const ScheduledChange& ch);
+
+    // Data path (datapath.cpp).
+    void advance(std::uint64_t now_ns);
+    void transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns);
+    void deliver(Link& link, std::uint32_t src, std::uint32_t dst, std::uint8_t plane,
+                 std::span<const std::uint8_t> frame, std::uint64_t deliver_ns, bool duplicate);
+    std::size_t receive(std::uint32_t endpoint, std::span<driver::RxFrame> out, std::uint64_t now_ns);
+    [[nodiscard]] std::uint64_t next_delivery_ns(std::uint32_t endpoint) const;
+};
+
+}  // namespace omrc::loopback

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Lock-free single-producer / single-consumer ring of fixed-size frame slots,
+// all preallocated. One producer thread calls try_push(); one consumer thread
+// calls peek()/pop(). Indices are free-running 64-bit counters (never wrap in
+// practice); the producer publishes a slot with a release store of `head_`,
+// the consumer frees it with a release store of `tail_`; each side reads the
+// other's index with acquire and caches it to avoid touching the shared line.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+namespace omrc::loopback {
+
+class SpscRing {
+public:
+    /// A frame in a slot; `bytes` stays valid until pop().
+    struct View {
+        std::uint64_t deliver_ns = 0;  ///< delivery time stamped by the sender, ns (sender's clock)
+        std::uint8_t plane = 0;
+        std::span<const std::uint8_t> bytes{};
+    };
+
+    /// `slots` must be a power of two ≥ 1; `slot_bytes` is the largest frame.
+    SpscRing(std::uint32_t slots, std::uint32_t slot_bytes)
+        : mask_(slots - 1), slot_bytes_(slot_bytes), meta_(slots),
+          data_(std::make_unique_for_overwrite<std::uint8_t[]>(std::size_t{slots} * slot_bytes)) {
+        if (slots == 0 || (slots & (slots - 1)) != 0)
+            throw std::invalid_argument("SpscRing: slots must be a power of two");
+    }
+    SpscRing(const SpscRing&) = delete;
+    SpscRing& operator=(const SpscRing&) = delete;
+
+    [[nodiscard]] std::uint32_t capacity() const noexcept { return mask_ + 1; }
+    [[nodiscard]] std::uint32_t slot_bytes() const noexcept { return slot_bytes_; }
+
+    /// Producer: copies `bytes` (≤ slot_bytes()) into the next slot. False when full.
+    bool try_push(std::uint64_t deliver_ns, std::uint8_t plane, std::span<const std::uint8_t> bytes) noexcept {
+        const std::uint64_t h = head_.load(std::memory_order_relaxed);
+        if (h - cached_tail_ > mask_) {
+            cached_tail_ = tail_.load(std::memory_order_acquire);
+            if (h - cached_tail_ > mask_) return false;
+        }
+        const std::size_t i = h & mask_;
+        meta_[i] = Meta{deliver_ns, static_cast<std::uint32_t>(bytes.size()), plane};
+        if (!bytes.empty()) std::memcpy(&data_[i * slot_bytes_], bytes.data(), bytes.size());
+        head_.store(h + 1, std::memory_order_release);
+        return true;
+    }
+
+    /// Consumer: the oldest frame, if any.
+    bool peek(View& out) const noexcept {
+        const std::uint64_t t = tail_.load(std::memory_order_relaxed);
+        if (t == cached_head_) {
+            cached_head_ = head_.load(std::memory_order_acquire);
+            if (t == cached_head_) return false;
+        }
+        const std::size_t i = t & mask_;
+        out.deliver_ns = meta_[i].deliver_ns;
+        out.plane = meta_[i].plane;
+        out.bytes = {&data_[i * slot_bytes_], meta_[i].len};
+        return true;
+    }
+
+    /// Consumer: releases the frame peek() returned.
+    void pop() noexcept { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+private:
+    struct Meta {
+        std::uint64_t deliver_ns = 0;
+        std::uint32_t len = 0;
+        std::uint8_t plane = 0;
+    };
+    static constexpr std::size_t kLine = 64;
+
+    const std::uint64_t mask_;       ///< slots - 1
+    const std::uint32_t slot_bytes_; ///< bytes per slot
+    std::vector<Meta> meta_;         ///< per slot: written by the producer before publishing
+    std::unique_ptr<std::uint8_t[]> data_;  ///< slots × slot_bytes_, slot i at i * slot_bytes_
+    alignas(kLine) std::atomic<std::uint64_t> head_{0};  ///< next slot to fill (producer writes)
+    std::uint64_t cached_tail_ = 0;                      ///< producer's last view of tail_
+    alignas(kLine) std::atomic<std::uint64_t> tail_{0};  ///< next slot to read (consumer writes)
+    mutable std::uint64_t cached_head_ = 0;              ///< consumer's last view of head_
+};
+
+}  // namespace omrc::loopback
