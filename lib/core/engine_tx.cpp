@@ -174,7 +174,7 @@ TimeNs Engine::reorder_window(const Qp& qp) const noexcept {
     // spread of RTTs seen (reverse paths differ, queues vary) plus a quarter
     // of the base RTT. Before any sample, a quarter of the EV timeout.
     if (qp.rtt_min_ns == 0) return cfg_.ev_timeout_ns / 4;
-    return (qp.rtt_max_ns - qp.rtt_min_ns) + qp.rtt_min_ns / 4 + 1'000;
+    return (qp.rtt_recent_max_ns - qp.rtt_min_ns) + qp.rtt_min_ns / 4 + 1'000;
 }
 
 TimeNs Engine::ev_timeout(const Qp& qp) const noexcept {
@@ -334,6 +334,9 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
         if (a.rtt_ns != 0) {
             qp.rtt_min_ns = qp.rtt_min_ns == 0 ? a.rtt_ns : std::min(qp.rtt_min_ns, a.rtt_ns);
             qp.rtt_max_ns = a.rtt_ns >= qp.rtt_max_ns ? a.rtt_ns : qp.rtt_max_ns - (qp.rtt_max_ns - a.rtt_ns) / 1024;
+            qp.rtt_recent_max_ns = a.rtt_ns >= qp.rtt_recent_max_ns
+                                       ? a.rtt_ns
+                                       : qp.rtt_recent_max_ns - (qp.rtt_recent_max_ns - a.rtt_ns) / 64;
         }
         qp.cc->on_ack(a);
     }

@@ -81,7 +81,8 @@ struct Qp {
     std::unique_ptr<CongestionControl> cc;
     std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one
     TimeNs rtt_min_ns = 0;          ///< smallest RTT sample (0 = none yet)
-    TimeNs rtt_max_ns = 0;          ///< recent largest RTT sample (decays 1/1024 towards each new sample)
+    TimeNs rtt_max_ns = 0;          ///< largest RTT sample, slowly forgotten (decays 1/1024 per sample): EV timeout
+    TimeNs rtt_recent_max_ns = 0;   ///< largest recent RTT sample (decays 1/64 per sample): reorder window
     TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
     TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
     wire::FrameSpec data_spec{};    ///< headers shared by this QP's data packets
