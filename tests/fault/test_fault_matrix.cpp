@@ -5,6 +5,10 @@
 // around the destination untouched. Seeds are printed on failure.
 #include "fault/fault_common.hpp"
 
+#include <numeric>
+
+#include "core/psn.hpp"
+
 using namespace omrc;
 using namespace omrc::core;
 using namespace omrc::test;
@@ -247,4 +251,255 @@ TEST_CASE("row 10: one of 8 planes blackholed for 10 s, then restored", "[fault]
     const TimeNs probe_interval = h.engines[0]->config().max_probe_interval_ns;
     CAPTURE(plane_back_ns - t_restore, probe_interval);
     CHECK(plane_back_ns - t_restore <= 3 * probe_interval);
+}
+
+namespace {
+
+/// WRITE_WITH_IMM requests, one per message, imm = message index.
+std::vector<core::SendRequest> imm_requests(GuardedTransfer& t, const std::vector<std::size_t>& sizes) {
+    auto wrs = write_requests(t, sizes);
+    for (std::size_t i = 0; i < wrs.size(); ++i) {
+        wrs[i].with_imm = true;
+        wrs[i].imm_data = 0x1000u + static_cast<std::uint32_t>(i);
+    }
+    return wrs;
+}
+
+void post_recvs(LoopbackHarness& h, std::uint32_t ep, std::uint32_t qpn, std::size_t n, std::uint64_t first_id = 0) {
+    for (std::size_t i = 0; i < n; ++i) {
+        RecvRequest r{first_id + i, 0};
+        REQUIRE(h.engines[ep]->submit(CmdPostRecv{qpn, std::span(&r, 1)}, h.now).err == 0);
+    }
+}
+
+std::size_t recv_completions(const std::vector<Completion>& v) {
+    return static_cast<std::size_t>(
+        std::count_if(v.begin(), v.end(), [](const Completion& c) { return c.opcode == WcOpcode::recv_rdma_with_imm; }));
+}
+
+}  // namespace
+
+TEST_CASE("row 5: 5% duplication and late duplicates after the CQE while the buffer is rewritten", "[fault]") {
+    const std::uint64_t seed = 505;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    QpAttr attr = adaptive_attr();
+    QpCaps caps;
+    caps.max_recv_wr = 1024;
+    auto [a, b] = h.connect(0, 1, attr, caps);
+    const TimeNs rto = h.engines[0]->config().ev_timeout_ns;
+    loopback::Impairment imp;
+    imp.duplicate.rate = 0.05;
+    imp.duplicate.extra_delay_ns = 2 * rto;  // copies land long after the completion
+    h.fabric.set_impairment(0, 1, imp);
+    const std::size_t total = 16u << 20;
+    const auto sizes = message_sizes(total, 4 << 10, 1 << 20, seed);
+    GuardedTransfer t = make_guarded(total, seed);
+    h.memory[1]->add(t.rkey, t.dst(), total);
+    post_recvs(h, 1, b, sizes.size() + 8);
+    Poster poster(h, 0, a, imm_requests(t, sizes), 32);
+    REQUIRE(h.run([&] { return h.completions[0].size() == sizes.size() && recv_completions(h.completions[1]) == sizes.size(); },
+                  h.now + 10'000'000'000, [&] { poster.pump(); }));
+    CHECK(t.byte_exact());
+    // The application reuses the buffer at once; late duplicates keep arriving.
+    std::memset(t.dst(), 0xEE, total);
+    h.run([] { return false; }, h.now + 4 * rto);
+    CHECK(std::all_of(t.dst(), t.dst() + total, [](std::uint8_t x) { return x == 0xEE; }));
+    CHECK(t.guards_intact());
+    CHECK(h.completions[0].size() == sizes.size());           // no second send CQE
+    CHECK(recv_completions(h.completions[1]) == sizes.size()); // no second RECV consumed
+    CHECK(h.fabric.link_counters(0, 1, 0).duplicated + h.fabric.link_counters(0, 1, 1).duplicated > 0);
+    CHECK(h.engines[1]->find_qp(b)->stats.duplicates > 0);
+}
+
+TEST_CASE("row 6: WRITE_IMM chains under heavy reordering", "[fault]") {
+    const std::uint64_t seed = 606;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    loopback::Impairment imp;
+    imp.delay.jitter_ns = 200'000;  // 0-200 µs per packet: deep reordering within and across paths
+    h.fabric.set_impairment(0, 1, imp);
+    QpCaps caps;
+    caps.max_recv_wr = 1024;
+    auto [a, b] = h.connect(0, 1, adaptive_attr(), caps);
+    const std::size_t total = 32u << 20;
+    const auto sizes = message_sizes(total, 4 << 10, 2 << 20, seed);
+    GuardedTransfer t = make_guarded(total, seed);
+    h.memory[1]->add(t.rkey, t.dst(), total);
+    post_recvs(h, 1, b, sizes.size());
+    Poster poster(h, 0, a, imm_requests(t, sizes), 64);
+    std::vector<std::size_t> ends(sizes.size());
+    std::partial_sum(sizes.begin(), sizes.end(), ends.begin());
+    std::size_t checked = 0, bad = 0;
+    std::uint32_t expect_imm = 0x1000;
+    REQUIRE(h.run([&] {
+        for (; checked < h.completions[1].size(); ++checked) {
+            const Completion& c = h.completions[1][checked];
+            if (c.opcode != WcOpcode::recv_rdma_with_imm) continue;
+            // imm values in post order, and everything up to this message already placed
+            if (c.imm_data != expect_imm) ++bad;
+            const std::size_t msg = c.imm_data - 0x1000u;
+            if (msg >= ends.size() || std::memcmp(t.src.data(), t.dst(), ends[msg]) != 0) ++bad;
+            ++expect_imm;
+        }
+        return recv_completions(h.completions[1]) == sizes.size() && h.completions[0].size() == sizes.size();
+    }, h.now + 10'000'000'000, [&] { poster.pump(); }));
+    CHECK(bad == 0);
+    CHECK(t.byte_exact());
+}
+
+TEST_CASE("row 8: truncated and malformed frames are dropped by reason without a state change", "[fault]") {
+    LoopbackHarness h(2, fabric8(808));
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    (void)a;
+    GuardedTransfer t = make_guarded(64 << 10, 808);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    Engine& rx = *h.engines[1];
+    const Qp* qb = rx.find_qp(b);
+    // A valid data frame for B's QP, and the frames derived from it.
+    wire::FrameSpec s;
+    s.eth.dst = loopback::Fabric::mac(1, 0);
+    s.ip.src = LoopbackHarness::addr(0);
+    s.ip.dst = LoopbackHarness::addr(1);
+    s.ev = 0x1001ABCD;
+    s.bth.opcode = wire::Opcode::write_only;
+    s.bth.dest_qp = b;
+    s.bth.psn = psn_add(qb->rcv_cack, 5);
+    s.reth = {reinterpret_cast<std::uint64_t>(t.dst()), t.rkey, 256};
+    std::vector<std::uint8_t> good(512);
+    std::size_t len = 0;
+    REQUIRE(wire::build_frame(good, s, std::span(t.src.data(), 256), len) == wire::WireError::ok);
+    good.resize(len);
+    auto total_drops = [&] {
+        std::uint64_t n = 0;
+        for (auto x : rx.stats().rx_wire_errors) n += x;
+        for (auto x : rx.stats().rx_drops) n += x;
+        return n;
+    };
+    const std::size_t hdr = wire::header_size(s);
+    std::vector<std::vector<std::uint8_t>> bad;
+    for (std::size_t n = 0; n < hdr + 16; ++n) bad.emplace_back(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
+    auto mutate = [&](std::size_t off, std::uint8_t v) {
+        auto f = good;
+        f[off] = v;
+        bad.push_back(f);
+    };
+    mutate(14 + 4, 0xFF);   // IPv6 payload length too large
+    mutate(14 + 5, 0x01);   // too small
+    mutate(54 + 4, 0x7F);   // UDP length wrong
+    mutate(62, 0x42);       // unknown opcode
+    mutate(62, 0xFF);
+    mutate(14 + 6, 43);     // claims an SRH that is not there
+    {
+        auto f = good;  // an SRH with bogus lengths / segments left
+        std::vector<std::uint8_t> srh = {41, 200, 4, 9, 1, 0, 0, 0};
+        f[14 + 6] = 43;
+        f.insert(f.begin() + 54, srh.begin(), srh.end());
+        bad.push_back(f);
+    }
+    const std::uint64_t placed = h.memory[1]->placed_bytes;
+    std::uint64_t expected = total_drops();
+    for (const auto& f : bad) {
+        rx.on_rx(f, 0, h.now);
+        ++expected;
+        REQUIRE(total_drops() == expected);  // every frame dropped, and counted once
+    }
+    CHECK(h.memory[1]->placed_bytes == placed);
+    CHECK(rx.qp_info(b).state == QpState::rts);
+    CHECK(rx.stats().rx_wire_errors[static_cast<std::size_t>(wire::WireError::unknown_opcode)] >= 2);
+    // The valid frame is still accepted afterwards.
+    rx.on_rx(good, 0, h.now);
+    CHECK(h.memory[1]->placed_bytes == placed + 256);
+}
+
+TEST_CASE("row 11: port link down/up every 2 s for 60 s", "[fault]") {
+    const std::uint64_t seed = 1111;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    (void)b;
+    const TimeNs start = h.now, end = start + 61'000'000'000;
+    for (int k = 0; k < 30; ++k) {
+        h.fabric.schedule_link(start + 1'000'000'000 + static_cast<TimeNs>(k) * 2'000'000'000, 0, 3, false);
+        h.fabric.schedule_link(start + 2'000'000'000 + static_cast<TimeNs>(k) * 2'000'000'000, 0, 3, true);
+    }
+    GuardedTransfer t = make_guarded(32 << 10, seed);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    const TimeNs period = 2'000'000;
+    TimeNs next_post = start;
+    std::uint64_t posted = 0, sent_while_down = 0, peer_told = 0, down_events = 0;
+    std::uint64_t last_sent_plane3 = 0;
+    bool was_down = false;
+    auto sent_on_plane3 = [&] {
+        std::uint64_t n = 0;
+        const auto* qp = h.engines[0]->find_qp(a);
+        for (std::size_t s = 0; s < qp->paths.size(); ++s)
+            if (qp->paths.slot(s).plane == 3) n += qp->paths.slot(s).counters.sent;
+        return n;
+    };
+    h.run([&] { return h.now >= end; }, end + 1, [&] {
+        while (h.now >= next_post && next_post < end) {
+            core::SendRequest r = write_requests(t, {t.src.size()}, posted++)[0];
+            REQUIRE(h.engines[0]->submit(CmdPostSend{a, std::span(&r, 1)}, h.now).err == 0);
+            next_post += period;
+        }
+        const bool down = !(h.engines[0]->local_plane_mask() & (1u << 3));
+        if (down && !was_down) {
+            ++down_events;
+            last_sent_plane3 = sent_on_plane3();
+        }
+        if (down) {
+            sent_while_down += sent_on_plane3() - last_sent_plane3;
+            last_sent_plane3 = sent_on_plane3();
+            if (!(h.engines[1]->peer_plane_mask(LoopbackHarness::addr(0)) & (1u << 3))) ++peer_told;
+        }
+        was_down = down;
+    }, [&] { return next_post < end ? next_post : end; });
+    CHECK(down_events == 30);
+    CHECK(sent_while_down == 0);  // the port's EVs leave the active set on the first event
+    CHECK(peer_told > 0);         // the peer learnt the plane is down
+    CHECK(h.engines[0]->qp_info(a).state == QpState::rts);
+    for (const auto& c : h.completions[0]) REQUIRE(c.status == WcStatus::success);
+    CHECK(h.completions[0].size() + 2 >= posted);
+    CHECK(h.engines[0]->stats().ctrl_queue_overflow == 0);
+    CHECK(h.engines[0]->peer_plane_mask(LoopbackHarness::addr(1)) == ~0u);
+    CHECK(h.engines[1]->peer_plane_mask(LoopbackHarness::addr(0)) & (1u << 3));  // back up at the end
+}
+
+TEST_CASE("row 12: every path down longer than the retry budget", "[fault]") {
+    const std::uint64_t seed = 1212;
+    CAPTURE(seed);
+    LoopbackHarness h(2, fabric8(seed));
+    QpAttr attr = adaptive_attr();
+    attr.timeout_ns = 2'000'000;
+    attr.retry_cnt = 4;
+    auto [a, b] = h.connect(0, 1, attr);
+    (void)b;
+    loopback::Impairment dark;
+    dark.blackhole = true;
+    h.fabric.set_impairment(0, 1, dark);
+    GuardedTransfer t = make_guarded(8u << 20, seed);
+    const auto sizes = message_sizes(t.src.size(), 64 << 10, 1 << 20, seed);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    auto wrs = write_requests(t, sizes);
+    for (std::size_t i = 0; i < wrs.size(); i += 2) wrs[i].signaled = false;  // errors are reported anyway
+    const TimeNs start = h.now;
+    REQUIRE(h.engines[0]->submit(CmdPostSend{a, wrs}, h.now).err == 0);
+    REQUIRE(h.run([&] { return h.completions[0].size() == sizes.size(); }, h.now + 1'000'000'000));
+    const TimeNs budget = attr.timeout_ns * (attr.retry_cnt + 1);
+    const TimeNs took = h.now - start;
+    CAPTURE(took, budget);
+    CHECK(took >= budget - budget / 10);
+    CHECK(took <= budget + budget / 10);
+    CHECK(h.completions[0][0].status == WcStatus::retry_exc_err);
+    std::vector<int> seen(sizes.size(), 0);
+    for (std::size_t i = 0; i < h.completions[0].size(); ++i) {
+        const auto& c = h.completions[0][i];
+        ++seen[c.wr_id];
+        if (i > 0) CHECK(c.status == WcStatus::wr_flush_err);
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int x) { return x == 1; }));
+    // No hang and nothing more afterwards.
+    h.run([] { return false; }, h.now + 10'000'000);
+    CHECK(h.completions[0].size() == sizes.size());
 }
