@@ -95,9 +95,9 @@ class Poster {
 public:
     Poster(LoopbackHarness& h, std::uint32_t endpoint, std::uint32_t qpn, std::vector<core::SendRequest> wrs,
            std::size_t depth)
-        : h_(h), ep_(endpoint), qpn_(qpn), wrs_(std::move(wrs)), depth_(depth) {}
+        : h_(h), ep_(endpoint), qpn_(qpn), wrs_(std::move(wrs)), depth_(depth), base_(h.completions[endpoint].size()) {}
     void pump() {
-        const std::size_t done = h_.completions[ep_].size();
+        const std::size_t done = h_.completions[ep_].size() - base_;
         while (next_ < wrs_.size() && next_ - done < depth_) {
             auto r = h_.engines[ep_]->submit(core::CmdPostSend{qpn_, std::span(&wrs_[next_], 1)}, h_.now);
             if (r.err != 0) break;
@@ -112,6 +112,7 @@ private:
     std::uint32_t ep_, qpn_;
     std::vector<core::SendRequest> wrs_;
     std::size_t depth_;
+    std::size_t base_;  ///< completions that existed before this poster
     std::size_t next_ = 0;
 };
 

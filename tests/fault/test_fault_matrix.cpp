@@ -5,6 +5,8 @@
 // around the destination untouched. Seeds are printed on failure.
 #include "fault/fault_common.hpp"
 
+#include <cstdlib>
+#include <functional>
 #include <numeric>
 
 #include "core/psn.hpp"
@@ -502,4 +504,220 @@ TEST_CASE("row 12: every path down longer than the retry budget", "[fault]") {
     // No hang and nothing more afterwards.
     h.run([] { return false; }, h.now + 10'000'000);
     CHECK(h.completions[0].size() == sizes.size());
+}
+
+namespace {
+
+/// A control frame from B to A's QP built from scratch (what a forger can do).
+std::vector<std::uint8_t> forge(const LoopbackHarness& h, wire::Opcode op, std::uint32_t to_qpn,
+                                const std::function<void(wire::FrameSpec&)>& fill) {
+    wire::FrameSpec s;
+    s.eth.dst = loopback::Fabric::mac(0, 0);
+    s.ip.src = LoopbackHarness::addr(1);
+    s.ip.dst = LoopbackHarness::addr(0);
+    s.ev = 0x1001ABCD;
+    s.bth.opcode = op;
+    s.bth.dest_qp = to_qpn;
+    fill(s);
+    std::vector<std::uint8_t> f(512);
+    std::size_t len = 0;
+    if (wire::build_frame(f, s, {}, len) != wire::WireError::ok) throw std::runtime_error("forge");
+    f.resize(len);
+    (void)h;
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("row 13: forged SACK/NACK/ACK are ignored and counted", "[fault]") {
+    LoopbackHarness h(2, fabric8(1313));
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    GuardedTransfer t = make_guarded(1 << 20, 1313);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    // Put data in flight but deliver nothing back yet.
+    loopback::Impairment hold;
+    hold.blackhole = true;
+    h.fabric.set_impairment(1, 0, hold);
+    auto wrs = write_requests(t, {t.src.size()});
+    REQUIRE(h.engines[0]->submit(CmdPostSend{a, wrs}, h.now).err == 0);
+    h.step();
+    Engine& tx = *h.engines[0];
+    const Qp* qa = tx.find_qp(a);
+    const std::uint16_t ida = tx.qp_info(a).conn_id, idb = h.engines[1]->qp_info(b).conn_id;
+    const std::uint32_t una = qa->snd_una, nxt = qa->snd_nxt;
+    REQUIRE(nxt != una);
+    auto drops = [&](DropReason r) { return tx.stats().rx_drops[static_cast<std::size_t>(r)]; };
+    std::vector<std::vector<std::uint8_t>> frames;
+    auto sack = [&](std::uint32_t cack, std::int16_t off, std::uint64_t bm, std::uint16_t src, std::uint16_t dst) {
+        frames.push_back(forge(h, wire::Opcode::sack, a, [&](wire::FrameSpec& s) {
+            s.seth.cack_psn = cack;
+            s.seth.sack_offset = off;
+            s.seth.bitmap = bm;
+            s.seth.src_conn_id = src;
+            s.seth.dst_conn_id = dst;
+            s.seth.mpr = 255;
+        }));
+    };
+    sack(psn_add(nxt, 10), 1, 0, idb, ida);            // cumulative ack of unsent PSNs
+    sack(una, 32767, ~0ull, idb, ida);                 // bitmap far beyond the send edge
+    sack(nxt, -32768, ~0ull, idb, ida);                // one past the send edge, huge negative offset
+    sack(psn_add(nxt, 0x7FFFFF), 1, ~0ull, idb, ida);  // half the PSN space away
+    sack(psn_add(nxt, -1), 1, 0, 0x1234, ida);         // wrong connection ids
+    frames.push_back(forge(h, wire::Opcode::nack, a, [&](wire::FrameSpec& s) {
+        s.neth = {1, 0, 0, 0, idb, ida, psn_add(nxt, 5), 0};  // NACK for an unsent PSN
+    }));
+    frames.push_back(forge(h, wire::Opcode::nack, a, [&](wire::FrameSpec& s) {
+        s.neth = {1, 0, 0, 0, 0x4321, 0x1234, una, 0};  // NACK with the wrong ids
+    }));
+    frames.push_back(forge(h, wire::Opcode::ack, a, [&](wire::FrameSpec& s) {
+        s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), 0x7777};  // NAK for no message
+    }));
+    const auto before = drops(DropReason::forged_ack) + drops(DropReason::bad_conn_id);
+    for (const auto& f : frames) tx.on_rx(f, 0, h.now);
+    CHECK(drops(DropReason::forged_ack) + drops(DropReason::bad_conn_id) == before + frames.size());
+    CHECK(h.completions[0].empty());
+    tx.on_timer(h.now);
+    CHECK(qa->snd_una == una);
+    CHECK(qa->state == QpState::rts);
+    CHECK(qa->stats.pkts_sacked == 0);
+    // The real transfer still completes once the reverse path works.
+    h.fabric.set_impairment(1, 0, loopback::Impairment{});
+    REQUIRE(h.run([&] { return h.completions[0].size() == 1; }, h.now + 1'000'000'000));
+    CHECK(h.completions[0][0].status == WcStatus::success);
+    CHECK(t.byte_exact());
+}
+
+TEST_CASE("row 19: off-path spoofing writes nothing", "[fault]") {
+    LoopbackHarness h(3, fabric8(1919));
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    (void)a;
+    GuardedTransfer t = make_guarded(1 << 20, 1919);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    Engine& rx = *h.engines[1];
+    const Qp* qb = rx.find_qp(b);
+    std::mt19937 rng(1919);
+    auto data = [&](const wire::Ipv6Addr& from, std::uint32_t psn) {
+        wire::FrameSpec s;
+        s.eth.dst = loopback::Fabric::mac(1, 0);
+        s.ip.src = from;
+        s.ip.dst = LoopbackHarness::addr(1);
+        s.ev = rng();
+        s.bth.opcode = wire::Opcode::write_only;
+        s.bth.dest_qp = b;
+        s.bth.psn = psn;
+        s.reth = {reinterpret_cast<std::uint64_t>(t.dst()), t.rkey, 1024};
+        std::vector<std::uint8_t> f(2048);
+        std::size_t len = 0;
+        REQUIRE(wire::build_frame(f, s, std::span(t.src.data(), 1024), len) == wire::WireError::ok);
+        f.resize(len);
+        return f;
+    };
+    const std::uint64_t placed = h.memory[1]->placed_bytes;
+    // Valid QPN, random PSNs, from the right address (an off-path attacker spoofing the peer).
+    std::uint64_t in_window = 0;
+    for (int i = 0; i < 1000; ++i) {
+        const std::uint32_t psn = rng() & 0xFFFFFF;
+        const std::int32_t d = psn_diff(psn, qb->rcv_cack);
+        if (d > 0 && d <= static_cast<std::int32_t>(qb->rcv_window)) {
+            ++in_window;
+            continue;  // a lucky guess inside the window is indistinguishable without authentication
+        }
+        rx.on_rx(data(LoopbackHarness::addr(0), psn), 0, h.now);
+    }
+    // In-window PSNs from a wrong source (the third endpoint).
+    for (int i = 1; i <= 200; ++i) rx.on_rx(data(LoopbackHarness::addr(2), psn_add(qb->rcv_cack, i)), 0, h.now);
+    CHECK(h.memory[1]->placed_bytes == placed);
+    CHECK(std::all_of(t.dst(), t.dst() + t.src.size(), [](std::uint8_t x) { return x == 0; }));
+    CHECK(t.guards_intact());
+    CHECK(rx.qp_info(b).state == QpState::rts);
+    CHECK(rx.stats().rx_drops[static_cast<std::size_t>(DropReason::wrong_source)] == 200);
+    CHECK(rx.stats().rx_drops[static_cast<std::size_t>(DropReason::out_of_window)] +
+              rx.stats().rx_drops[static_cast<std::size_t>(DropReason::duplicate)] ==
+          1000 - in_window);
+}
+
+TEST_CASE("row 21: PSN wrap with 1% reordering and delayed duplicates", "[fault]") {
+    // The QPs start 256 PSNs before the 24-bit wrap (LoopbackHarness::connect)
+    // and send 2^18 small packets: the wrap is crossed with reordering and late
+    // duplicates in flight. Three full wraps (3 · 2^24 packets) are the
+    // OMRC_STRESS run of this case.
+    const std::uint64_t seed = 2121;
+    CAPTURE(seed);
+    const char* stress = std::getenv("OMRC_STRESS");
+    const std::size_t packets = stress ? (std::size_t{3} << 24) + 4096 : std::size_t{1} << 18;
+    LoopbackHarness h(2, fabric8(seed));
+    loopback::Impairment imp;
+    imp.delay.jitter_ns = 20'000;
+    imp.duplicate.rate = 0.01;
+    imp.duplicate.extra_delay_ns = 300'000;
+    h.fabric.set_impairment(0, 1, imp);
+    QpAttr attr = adaptive_attr();
+    attr.mtu_bytes = 256;
+    auto [a, b] = h.connect(0, 1, attr);
+    const std::size_t total = packets * 256;
+    // The destination is reused every 16 MiB: a duplicate of an old PSN would land on newer data.
+    const std::size_t window = std::min<std::size_t>(total, 16u << 20);
+    GuardedTransfer t = make_guarded(window, seed);
+    h.memory[1]->add(t.rkey, t.dst(), window);
+    std::size_t next = 0, done_bytes = 0;
+    std::uint64_t round = 0;
+    auto refill = [&] {
+        // Rounds of the same buffer with a different pattern each.
+        fill_random(t.src, seed + round);
+        ++round;
+    };
+    refill();
+    bool ok = true;
+    while (done_bytes < total && ok) {
+        const std::size_t n = std::min(window, total - done_bytes);
+        const auto sizes = message_sizes(n, 64 << 10, 1 << 20, seed + round);
+        auto wrs = write_requests(t, sizes, next);
+        Poster poster(h, 0, a, wrs, 32);
+        const std::size_t target = h.completions[0].size() + sizes.size();
+        ok = h.run([&] { return h.completions[0].size() == target; }, h.now + 100'000'000'000, [&] { poster.pump(); });
+        const auto* q = h.engines[0]->find_qp(a);
+        INFO("round " << round << " now " << h.now << " una " << q->snd_una << " nxt " << q->snd_nxt << " resend "
+                      << q->resend.size() << " inflight " << q->inflight_bytes << " sq " << q->sq_count << "/"
+                      << q->sq_unsegmented << " state " << int(q->state) << " completions " << h.completions[0].size()
+                      << "/" << target << " posted " << poster.posted() << " next_scan " << q->next_scan_ns
+                      << " rcv_cack " << h.engines[1]->find_qp(b)->rcv_cack << " cwnd " << q->cc->window_bytes()
+                      << " evto " << q->stats.ev_timeouts << " parked " << q->paths.parked());
+        REQUIRE(ok);
+        REQUIRE(std::memcmp(t.src.data(), t.dst(), n) == 0);
+        next += sizes.size();
+        done_bytes += n;
+        refill();
+    }
+    // Let the last late duplicates land: nothing may change.
+    std::vector<std::uint8_t> snapshot(t.dst(), t.dst() + window);
+    h.run([] { return false; }, h.now + 2'000'000);
+    CHECK(std::memcmp(snapshot.data(), t.dst(), window) == 0);
+    CHECK(t.guards_intact());
+    const auto* qa = h.engines[0]->find_qp(a);
+    CHECK(qa->stats.data_pkts_sent >= packets);
+    CHECK(qa->snd_nxt < 0xFFFF00);  // the PSN space wrapped
+    for (const auto& c : h.completions[0]) REQUIRE(c.status == WcStatus::success);
+}
+
+TEST_CASE("row 23: WRITE_IMM with no receive posted for 50 ms", "[fault]") {
+    LoopbackHarness h(2, fabric8(2323));
+    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    GuardedTransfer t = make_guarded(256 << 10, 2323);
+    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
+    auto wrs = imm_requests(t, {t.src.size()});
+    REQUIRE(h.engines[0]->submit(CmdPostSend{a, wrs}, h.now).err == 0);
+    // Documented behaviour: the data is placed and acknowledged (the sender
+    // completes), the receive completion waits for a receive to be posted.
+    h.run([] { return false; }, h.now + 50'000'000);
+    REQUIRE(h.completions[0].size() == 1);
+    CHECK(h.completions[0][0].status == WcStatus::success);
+    CHECK(recv_completions(h.completions[1]) == 0);
+    CHECK(t.byte_exact());
+    CHECK(h.engines[1]->qp_info(b).state == QpState::rts);
+    post_recvs(h, 1, b, 1, 99);
+    REQUIRE(h.run([&] { return recv_completions(h.completions[1]) == 1; }, h.now + 1'000'000));
+    const Completion& c = h.completions[1].back();
+    CHECK(c.wr_id == 99);
+    CHECK(c.imm_data == 0x1000u);
+    CHECK(c.byte_len == t.src.size());
 }
