@@ -102,6 +102,7 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     qp->caps = c.caps;
     qp->sq.resize(c.caps.max_send_wr);
     const std::uint32_t qpn = qp->qpn;
+    live_.push_back(qp.get());
     *slot = std::move(qp);
     return {kOk, qpn};
 }
@@ -109,6 +110,8 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
 SubmitResult Engine::destroy_qp(const CmdDestroyQp& c) {
     Qp* qp = qp_by_num(c.qpn);
     if (qp == nullptr) return {EINVAL};
+    std::erase(live_, qp);
+    tx_cursor_ = 0;
     qps_[c.qpn & kQpIndexMask].reset();
     return {kOk};
 }
@@ -288,8 +291,8 @@ SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
     if (before == local_up_) return {kOk};
     if (!c.up) {
         // Everything in flight on that port is gone: resend it elsewhere now.
-        for (auto& qp : qps_) {
-            if (!qp || qp->state != QpState::rts) continue;
+        for (Qp* qp : live_) {
+            if (qp->state != QpState::rts) continue;
             for (std::size_t s = 0; s < qp->paths.size(); ++s) {
                 if (qp->paths.slot(s).plane != c.plane) continue;
                 for (std::uint32_t i = 0; i < qp->paths.tracked(s); ++i) {
@@ -339,12 +342,12 @@ std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
         ctrl_.pop_front();
         ++stats_.tx_ctrl_frames;
     }
-    const auto q = static_cast<std::uint32_t>(qps_.size());
-    while (n < out.size()) {
+    const auto q = static_cast<std::uint32_t>(live_.size());
+    while (n < out.size() && q > 0) {
         bool progressed = false;
         for (std::uint32_t k = 0; k < q && n < out.size(); ++k) {
-            Qp* qp = qps_[(tx_cursor_ + k) % q].get();
-            if (qp == nullptr || qp->state != QpState::rts) continue;
+            Qp* qp = live_[(tx_cursor_ + k) % q];
+            if (qp->state != QpState::rts) continue;
             if (send_one_data(*qp, out[n], now)) {
                 ++n;
                 progressed = true;
@@ -368,16 +371,12 @@ std::size_t Engine::poll_completions(std::span<Completion> out) {
 
 TimeNs Engine::next_wakeup() const noexcept {
     TimeNs t = port_status_next_ns_;
-    for (const auto& qp : qps_) {
-        if (!qp) continue;
-        t = std::min({t, qp->ack_deadline, qp->next_scan_ns});
-    }
+    for (const Qp* qp : live_) t = std::min({t, qp->ack_deadline, qp->next_scan_ns});
     return t;
 }
 
 void Engine::on_timer(TimeNs now) {
-    for (auto& qp : qps_) {
-        if (!qp) continue;
+    for (Qp* qp : live_) {
         if (qp->ack_deadline <= now) send_sack(*qp, now);
         if (qp->next_scan_ns <= now) sender_timers(*qp, now);
     }

@@ -137,6 +137,7 @@ private:
     Rng rng_;
     EngineStats stats_{};
     std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn & 0xFFF
+    std::vector<Qp*> live_;                  ///< every existing QP, for loops that must not scan empty slots
     std::uint32_t qpn_generation_ = 1;
     std::uint32_t tx_cursor_ = 0;            ///< round-robin over QPs in poll_tx
     std::deque<wire::GatherFrame> ctrl_;     ///< control frames waiting for poll_tx

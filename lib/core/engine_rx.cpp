@@ -253,8 +253,8 @@ void Engine::on_endpoint(const wire::ParsedFrame& f, TimeNs) {
         return drop(DropReason::unexpected);
     // Only peers we have a connection with may change how we reach them.
     bool known = false;
-    for (const auto& qp : qps_)
-        if (qp && qp->state != QpState::reset && qp->attr.peer_addr == f.ip.src) known = true;
+    for (const Qp* qp : live_)
+        if (qp->state != QpState::reset && qp->attr.peer_addr == f.ip.src) known = true;
     if (!known) return drop(DropReason::wrong_source);
     ++stats_.port_status_received;
     const std::uint32_t mask = f.erth.port_status_mask == 0 ? 0 : f.erth.port_status_mask;
@@ -270,11 +270,11 @@ void Engine::send_port_status(TimeNs now) {
     (void)now;
     // One update per peer we have a connection with, on every plane that is up.
     std::vector<const Qp*> seen;
-    for (const auto& qp : qps_) {
-        if (!qp || (qp->state != QpState::rtr && qp->state != QpState::rts)) continue;
+    for (const Qp* qp : live_) {
+        if (qp->state != QpState::rtr && qp->state != QpState::rts) continue;
         if (std::any_of(seen.begin(), seen.end(), [&](const Qp* o) { return o->attr.peer_addr == qp->attr.peer_addr; }))
             continue;
-        seen.push_back(qp.get());
+        seen.push_back(qp);
         for (std::uint32_t plane = 0; plane < cfg_.planes; ++plane) {
             if (!(local_up_ & (1u << plane))) continue;
             wire::GatherFrame* g = ctrl_slot();

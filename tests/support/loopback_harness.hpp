@@ -31,6 +31,8 @@ public:
             drivers.push_back(fabric.attach(i));
             completions.emplace_back();
             pending_tx.emplace_back();
+            pend_begin.push_back(0);
+            pend_end.push_back(0);
         }
     }
     static loopback::FabricConfig with(loopback::FabricConfig f, std::uint32_t n) {
@@ -96,15 +98,15 @@ public:
             for (std::size_t k = 0; k < ne; ++k) e.submit(core::CmdLinkChange{ev[k].plane, ev[k].up}, now);
             e.on_timer(now);
             auto& pend = pending_tx[i];
+            if (pend.size() < 64) pend.resize(64);
             for (;;) {
-                if (pend.empty()) {
-                    pend.resize(64);
-                    pend.resize(e.poll_tx(pend, now));
-                    if (pend.empty()) break;
+                if (pend_begin[i] == pend_end[i]) {
+                    pend_begin[i] = 0;
+                    pend_end[i] = e.poll_tx(pend, now);
+                    if (pend_end[i] == 0) break;
                 }
-                const std::size_t sent = d.tx_burst(pend, now);
-                pend.erase(pend.begin(), pend.begin() + static_cast<std::ptrdiff_t>(sent));
-                if (!pend.empty()) break;
+                pend_begin[i] += d.tx_burst(std::span(pend).subspan(pend_begin[i], pend_end[i] - pend_begin[i]), now);
+                if (pend_begin[i] != pend_end[i]) break;
             }
             for (;;) {
                 const std::size_t n = e.poll_completions(wc);
@@ -139,6 +141,7 @@ public:
     std::vector<std::unique_ptr<driver::Driver>> drivers;
     std::vector<std::vector<core::Completion>> completions;
     std::vector<std::vector<wire::GatherFrame>> pending_tx;
+    std::vector<std::size_t> pend_begin, pend_end;  ///< frames of pending_tx[i] not yet accepted by the driver
     core::TimeNs now = 1'000'000;
 };
 
