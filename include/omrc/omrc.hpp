@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// OpenMRC: everything an application includes.
+#pragma once
+
+#include "omrc/verbs.hpp"
+#include "omrc/version.hpp"

@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The OpenMRC verbs API: rdma-core vocabulary (device, pd, mr, cq, qp, wr,
+// wc, sge, lkey, rkey) with OpenMRC's own types. Nothing here exposes the
+// engine, the wire codecs or the driver interface.
+//
+// Ownership. Every object is owned by the std::unique_ptr that created it.
+// A parent must outlive its children: Device > {Pd, Cq}, Pd > {Mr, Qp},
+// Cq > every Qp that uses it. Destroying a parent that still has live
+// children is a programming error: the library logs it and aborts (instead
+// of leaving dangling pointers behind).
+//
+// Threads. A Device and all of its objects are used by one thread at a time
+// (the owning thread; the poll-mode model of DPDK and eRPC): progress(),
+// posting, polling, modify, registration and deregistration included. A
+// program that moves a Device between threads provides the happens-before
+// itself (e.g. a mutex around its own calls). Different Devices are
+// independent and may be driven from different threads.
+//
+// Progress. Nothing happens in the background: frames are received and sent,
+// timers run and completions reach CQs only inside Device::progress().
+// Posting queues work; polling a CQ only reads what progress() put there.
+//
+// Errors. Calls return errno values (0 = success) or take an `int* err`
+// that receives one. Every WR that fails after it was accepted produces a
+// completion with an error status, signalled or not.
+#pragma once
+
+#include <any>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace omrc {
+
+namespace detail {
+struct DeviceCore;  // lib/verbs: engine, driver, MR table, progress loop
+}
+
+inline constexpr std::uint32_t kMaxPlanes = 15;  ///< NIC ports (planes) per device
+inline constexpr std::uint32_t kMaxSge = 8;      ///< scatter/gather entries per send WR
+
+// ---------------------------------------------------------------------------
+// Work completions
+
+/// Completion status, numbered as ibverbs' ibv_wc_status.
+enum class WcStatus : std::uint8_t {
+    success = 0,
+    loc_len_err = 1,
+    loc_qp_op_err = 2,
+    loc_prot_err = 4,
+    wr_flush_err = 5,
+    bad_resp_err = 7,
+    loc_access_err = 8,
+    rem_inv_req_err = 9,
+    rem_access_err = 10,
+    rem_op_err = 11,
+    retry_exc_err = 12,
+    rnr_retry_exc_err = 13,
+    general_err = 21,
+};
+/// "success", "wr_flush_err", ... (ibv_wc_status_str's role).
+const char* to_string(WcStatus s) noexcept;
+
+/// Completion opcode, numbered as ibverbs' ibv_wc_opcode.
+enum class WcOpcode : std::uint8_t {
+    rdma_write = 1,            ///< a send-queue RDMA WRITE (with or without immediate)
+    recv_rdma_with_imm = 129,  ///< a receive consumed by an incoming WRITE_WITH_IMM
+};
+
+/// Bits of Wc::wc_flags (ibverbs values).
+struct WcFlags {
+    static constexpr std::uint32_t with_imm = 1u << 1;  ///< imm_data is valid
+};
+
+/// A work completion (ibv_wc).
+struct Wc {
+    std::uint64_t wr_id = 0;
+    WcStatus status = WcStatus::success;
+    WcOpcode opcode = WcOpcode::rdma_write;
+    /// recv_rdma_with_imm: bytes of the incoming message. Send completions: 0.
+    std::uint32_t byte_len = 0;
+    /// Host byte order (ibverbs keeps it big-endian; OpenMRC does not).
+    std::uint32_t imm_data = 0;
+    std::uint32_t qp_num = 0;
+    std::uint32_t wc_flags = 0;  ///< WcFlags
+};
+
+// ---------------------------------------------------------------------------
+// Memory
+
+/// Access flags of an MR or a QP, ibverbs values. REMOTE_WRITE or
+/// REMOTE_ATOMIC without LOCAL_WRITE is rejected (EINVAL), as in ibverbs.
+struct AccessFlags {
+    static constexpr std::uint32_t local_write = 1u << 0;
+    static constexpr std::uint32_t remote_write = 1u << 1;
+    static constexpr std::uint32_t remote_read = 1u << 2;
+    static constexpr std::uint32_t remote_atomic = 1u << 3;
+    static constexpr std::uint32_t all = local_write | remote_write | remote_read | remote_atomic;
+};
+
+/// A scatter/gather entry (ibv_sge).
+struct Sge {
+    std::uint64_t addr = 0;    ///< virtual address inside the MR of lkey
+    std::uint32_t length = 0;  ///< bytes
+    std::uint32_t lkey = 0;    ///< ignored for inline sends
+};
+
+// ---------------------------------------------------------------------------
+// Work requests
+
+/// Send opcodes, ibverbs values (ibv_wr_opcode).
+enum class WrOpcode : std::uint8_t { rdma_write = 0, rdma_write_with_imm = 1 };
+
+/// Bits of SendWr::send_flags (ibverbs values).
+struct SendFlags {
+    /// Produce a completion on success (errors always complete).
+    static constexpr std::uint32_t signaled = 1u << 1;
+    /// Accepted for compatibility; OpenMRC has no CQ event channel, so it has no effect.
+    static constexpr std::uint32_t solicited = 1u << 2;
+    /// The payload is copied at post time: the SGEs need no MR (lkey ignored)
+    /// and the buffers may be reused as soon as post_send() returns.
+    /// At most QpCap::max_inline_data bytes.
+    static constexpr std::uint32_t inline_ = 1u << 3;
+};
+
+/// A send work request (ibv_send_wr, without the linked list: post a span).
+struct SendWr {
+    std::uint64_t wr_id = 0;
+    WrOpcode opcode = WrOpcode::rdma_write;
+    std::uint32_t send_flags = 0;        ///< SendFlags
+    std::span<const Sge> sg_list{};      ///< read during post_send() only
+    std::uint64_t remote_addr = 0;       ///< peer virtual address
+    std::uint32_t rkey = 0;              ///< peer MR
+    std::uint32_t imm_data = 0;          ///< rdma_write_with_imm, host byte order
+};
+
+/// A receive work request (ibv_recv_wr). A receive is consumed only by an
+/// incoming WRITE_WITH_IMM (which writes at its RETH address, not into
+/// sg_list); the SGEs are validated (lkey, bounds, LOCAL_WRITE) and their
+/// total length is kept, but no byte is written into them.
+struct RecvWr {
+    std::uint64_t wr_id = 0;
+    std::span<const Sge> sg_list{};
+};
+
+// ---------------------------------------------------------------------------
+// Queue pairs
+
+/// QP states, ibverbs values (ibv_qp_state; SQD and SQE do not exist here).
+enum class QpState : std::uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, err = 6 };
+
+/// How a QP chooses the path (entropy value, EV) of each packet.
+enum class PathPolicy : std::uint8_t {
+    ecmp,      ///< one EV for the whole QP: the classic single-path RoCE baseline
+    spray,     ///< oblivious rotation over the active EVs (down planes avoided)
+    adaptive,  ///< MRC: rotation that skips, retires and probes EVs by their state
+};
+
+enum class CcAlgorithm : std::uint8_t {
+    fixed,  ///< constant window
+    nscc,   ///< NSCC: delay + ECN, quick adapt on trims
+};
+
+/// Congestion control of one QP.
+struct CcConfig {
+    CcAlgorithm algorithm = CcAlgorithm::nscc;
+    std::uint64_t fixed_window_bytes = 4u << 20;    ///< fixed: the window
+    std::uint64_t base_rtt_ns = 10'000;             ///< nscc: unloaded round trip
+    std::uint64_t link_rate_bps = 100'000'000'000;  ///< nscc: rate of one plane
+    double target_delay_ratio = 0.75;               ///< nscc: target queueing delay / base_rtt
+    double max_window_bdp = 1.5;                    ///< nscc: initial and maximum window, in BDPs
+};
+
+/// Queue capacities, fixed at creation (ibv_qp_cap).
+struct QpCap {
+    std::uint32_t max_send_wr = 256;      ///< 1..65536 outstanding send WRs
+    std::uint32_t max_recv_wr = 256;      ///< 0..65536 posted receives
+    std::uint32_t max_send_sge = 4;       ///< ≤ kMaxSge
+    std::uint32_t max_recv_sge = 1;       ///< ≤ kMaxSge
+    std::uint32_t max_inline_data = 256;  ///< ≤ 4096 bytes
+};
+
+class Cq;
+
+/// ibv_qp_init_attr. The CQs are not owned and must outlive the QP.
+struct QpInitAttr {
+    Cq* send_cq = nullptr;
+    Cq* recv_cq = nullptr;
+    QpCap cap{};
+    bool sq_sig_all = false;  ///< every send WR is signalled, whatever its flags
+};
+
+using Ipv6Addr = std::array<std::uint8_t, 16>;
+using MacAddr = std::array<std::uint8_t, 6>;
+
+/// Where a device is reachable: what a peer puts into QpAttr::peer. Obtain it
+/// with Device::address() and exchange it out of band with the QPN and
+/// connection id (plain value, safe to copy and serialise).
+struct DeviceAddress {
+    Ipv6Addr addr{};                          ///< inner IPv6 address of the device
+    std::array<MacAddr, kMaxPlanes> macs{};   ///< next-hop MAC per plane
+    std::uint32_t planes = 0;                 ///< planes used (macs beyond are unused)
+    std::uint32_t host = 0;                   ///< srv6 frame mode: host index in the fabric
+};
+
+/// ibv_qp_attr, the parts OpenMRC uses. Which fields a modify() reads is
+/// selected by a QpAttrMask; the transitions need:
+///   RESET→INIT  state | access_flags
+///   INIT→RTR    state | path | dest_qpn | rq_psn | mtu   (optional: mpr)
+///   RTR→RTS     state | sq_psn                         (optional: timeout, retry_cnt, cc)
+///   any→ERR, any→RESET: state
+/// Without QpAttrMask::state the QP stays in its state and only timeout and
+/// retry_cnt may change.
+struct QpAttr {
+    QpState qp_state = QpState::reset;
+    std::uint32_t qp_access_flags = 0;  ///< AccessFlags the peer may use (REMOTE_WRITE to be written)
+    // RTR
+    std::uint32_t dest_qp_num = 0;      ///< peer QPN (Qp::qp_num() on the peer)
+    std::uint16_t dest_conn_id = 0;     ///< peer connection id (Qp::conn_id() on the peer)
+    std::uint32_t rq_psn = 0;           ///< first PSN expected from the peer (24 bits)
+    DeviceAddress peer{};               ///< peer device (Device::address() on the peer)
+    std::uint32_t mtu_bytes = 4096;     ///< payload per packet: 64..4096, a multiple of 64
+    std::uint32_t mpr = 8;              ///< receive window in units of 128 packets: 1, 2, 4, .. 32
+    PathPolicy path_policy = PathPolicy::adaptive;
+    std::uint32_t evs = 128;            ///< active EVs, split equally over the planes
+    std::uint32_t backup_evs = 32;      ///< known-good spare EVs
+    // RTS
+    std::uint32_t sq_psn = 0;           ///< our first PSN (24 bits)
+    std::uint64_t timeout_ns = 4'000'000;  ///< no progress for timeout · (retry_cnt + 1) → retry_exc_err
+    std::uint32_t retry_cnt = 7;
+    CcConfig cc{};
+};
+
+/// Bits of the mask given to Qp::modify() (ibv_qp_attr_mask's role).
+struct QpAttrMask {
+    static constexpr std::uint32_t state = 1u << 0;
+    static constexpr std::uint32_t access_flags = 1u << 1;
+    static constexpr std::uint32_t path = 1u << 2;  ///< peer, path_policy, evs, backup_evs
+    static constexpr std::uint32_t dest_qpn = 1u << 3;  ///< dest_qp_num and dest_conn_id
+    static constexpr std::uint32_t rq_psn = 1u << 4;
+    static constexpr std::uint32_t mtu = 1u << 5;
+    static constexpr std::uint32_t mpr = 1u << 6;
+    static constexpr std::uint32_t sq_psn = 1u << 7;
+    static constexpr std::uint32_t timeout = 1u << 8;
+    static constexpr std::uint32_t retry_cnt = 1u << 9;
+    static constexpr std::uint32_t cc = 1u << 10;
+};
+
+// ---------------------------------------------------------------------------
+// Device options
+
+/// plain: Ethernet/IPv6/UDP frames; srv6: an outer IPv6 header whose
+/// destination is the SRv6 uSID path of the packet's EV.
+enum class FrameMode : std::uint8_t { plain = 0, srv6 = 1 };
+
+/// srv6 frame mode: the multi-plane two-tier Clos the device is part of.
+struct FabricLayout {
+    std::uint32_t usid_block = 0xFCBB0000;  ///< 32-bit uSID locator block
+    std::uint32_t planes = 8;
+    std::uint32_t t0_per_plane = 512;
+    std::uint32_t t1_per_plane = 256;
+    std::uint32_t hosts_per_t0 = 256;
+};
+
+/// ibv_open_device's attributes: the driver's options and the engine's.
+struct DeviceOptions {
+    /// Driver options as key=value strings. Unknown keys are rejected (EINVAL).
+    /// loopback:
+    ///   endpoint=N        the fabric endpoint to attach to (default 0)
+    ///   endpoints=N       without driver_context: endpoints of the device's
+    ///                     private fabric (default 1)
+    ///   planes=N          without driver_context: planes of the private
+    ///                     fabric (default: `planes` below, or 8)
+    ///   link_delay_ns=N   without driver_context: one-way delay (default 1000)
+    std::map<std::string, std::string, std::less<>> args;
+    /// An in-process object the driver attaches to; not owned, must outlive
+    /// the Device. loopback: an `omrc::loopback::Fabric*`
+    /// (drivers/loopback/loopback.hpp; in-tree users such as tests and tools).
+    /// Empty for loopback: the device gets a private fabric of its own
+    /// (virtual-clock mode, driven by this device only), on which its QPs can
+    /// connect to each other.
+    std::any driver_context;
+
+    std::uint32_t planes = 0;       ///< planes to use; 0 = all the driver has
+    Ipv6Addr local_addr{};          ///< all zero: the driver's default for this endpoint
+    FrameMode frame_mode = FrameMode::plain;
+    FabricLayout fabric{};          ///< srv6 only
+    std::uint32_t local_host = 0;   ///< srv6 only: our host index in `fabric`
+    /// Seeds the engine and the rkey generator. 0: drawn from std::random_device
+    /// (use 0 in production: a fixed seed makes rkeys predictable).
+    std::uint64_t seed = 0;
+    bool compute_icrc = true;
+    bool verify_icrc = true;
+
+    std::uint32_t ack_every_pkts = 4;           ///< SACK at least every N in-order data packets
+    std::uint64_t ack_delay_ns = 2'000;         ///< ... or this long after the first unacknowledged one
+    std::uint64_t ev_timeout_ns = 200'000;      ///< an EV whose oldest packet is older has failed
+    std::uint64_t probe_interval_ns = 50'000;   ///< probe period of an ASSUMED_BAD EV
+    std::uint32_t probe_successes_to_restore = 3;
+    std::uint32_t ev_track_depth = 16;          ///< packets tracked per EV for loss inference
+    std::uint64_t port_status_repeat_ns = 100'000;
+    std::uint32_t max_qps = 1024;               ///< 1..4096
+
+    std::uint32_t rx_burst_frames = 32;  ///< frames per driver rx call (1..1024)
+    std::uint32_t tx_burst_frames = 32;  ///< frames per driver tx call (1..1024)
+
+    /// The device's clock in ns, read at every progress() call and nowhere
+    /// else. Empty: a steady real clock. A virtual clock (simulation, tests
+    /// on a virtual-clock loopback fabric) must never go backwards; devices
+    /// that share a fabric must share the clock.
+    std::function<std::uint64_t()> clock;
+};
+
+class Device;
+class Pd;
+class Mr;
+class Cq;
+class Qp;
+
+// ---------------------------------------------------------------------------
+// Objects
+
+/// An open device: one engine, one driver endpoint (one port per plane), one
+/// MR table, one clock.
+class Device {
+public:
+    /// Opens `driver` ("loopback"; Device::drivers() lists them). Returns
+    /// nullptr and sets *err: ENODEV for an unknown driver, EINVAL for bad
+    /// options, EBUSY when the driver's endpoint is already attached, or the
+    /// driver's errno.
+    static std::unique_ptr<Device> open(std::string_view driver, const DeviceOptions& options = {},
+                                        int* err = nullptr);
+    /// Names of the drivers open() accepts.
+    static std::vector<std::string> drivers();
+
+    /// Aborts if a Pd or Cq of this device is still alive.
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    std::unique_ptr<Pd> alloc_pd(int* err = nullptr);
+    /// A CQ with room for `cqe` completions (1..2^20, else EINVAL).
+    std::unique_ptr<Cq> create_cq(int cqe, int* err = nullptr);
+
+    /// One pass of the poll-mode loop: link events, receive bursts, due
+    /// timers, transmit bursts, completions into CQs. Returns the number of
+    /// frames and completions it moved (0: nothing to do right now).
+    std::size_t progress();
+    /// Earliest clock value at which progress() has work: ≤ the clock's
+    /// current value while work is pending, UINT64_MAX when idle. A
+    /// virtual-time harness advances the shared clock to the minimum over its
+    /// devices (and fabrics) and calls progress() on each.
+    [[nodiscard]] std::uint64_t next_wakeup_ns() const;
+    /// The device clock (DeviceOptions::clock).
+    [[nodiscard]] std::uint64_t now_ns() const;
+
+    /// Our address, to give to peers (see DeviceAddress).
+    [[nodiscard]] DeviceAddress address() const;
+    [[nodiscard]] std::uint32_t planes() const;
+    [[nodiscard]] const std::string& driver_name() const;
+
+    /// Counters as a JSON document: "device" (progress loop, MR table, CQs),
+    /// "engine", "driver", and "qps" (per QP, with per-EV counters). A
+    /// snapshot taken on the owning thread.
+    [[nodiscard]] std::string stats_json() const;
+
+private:
+    explicit Device(std::unique_ptr<detail::DeviceCore> core);
+    friend class Pd;
+    friend class Cq;
+    std::unique_ptr<detail::DeviceCore> core_;
+};
+
+/// A protection domain: MRs and QPs of one PD only work together.
+class Pd {
+public:
+    /// Aborts if an Mr or Qp of this PD is still alive.
+    ~Pd();
+    Pd(const Pd&) = delete;
+    Pd& operator=(const Pd&) = delete;
+
+    /// Registers [addr, addr+length). Nothing is pinned or copied: the memory
+    /// must stay valid until the Mr is deregistered. err: EINVAL for a null
+    /// addr, length 0, a range that wraps, unknown access bits, or
+    /// REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE.
+    std::unique_ptr<Mr> reg_mr(void* addr, std::size_t length, std::uint32_t access, int* err = nullptr);
+    /// err: EINVAL (missing CQ, CQ of another device, cap out of range),
+    /// ENOMEM (max_qps reached).
+    std::unique_ptr<Qp> create_qp(const QpInitAttr& attr, int* err = nullptr);
+
+    [[nodiscard]] std::uint32_t handle() const noexcept { return handle_; }
+
+private:
+    friend class Device;
+    friend class Mr;
+    friend class Qp;
+    Pd(detail::DeviceCore* core, std::uint32_t handle) : core_(core), handle_(handle) {}
+    detail::DeviceCore* core_;
+    std::uint32_t handle_;
+    std::uint32_t children_ = 0;  ///< live Mr + Qp
+};
+
+/// A memory registration. lkey and rkey are random 32-bit values, distinct
+/// from every live key and from the last 4096 deregistered ones.
+class Mr {
+public:
+    /// Deregisters if still registered.
+    ~Mr();
+    Mr(const Mr&) = delete;
+    Mr& operator=(const Mr&) = delete;
+
+    /// After it returns, no incoming packet writes into this memory and no
+    /// frame queued for transmission reads it. Send WRs still outstanding on
+    /// it are the caller's error, as in ibverbs (their retransmissions
+    /// would read the memory): wait for their completions first.
+    /// Returns 0; EINVAL when already deregistered.
+    int deregister();
+
+    [[nodiscard]] std::uint32_t lkey() const noexcept { return lkey_; }
+    [[nodiscard]] std::uint32_t rkey() const noexcept { return rkey_; }
+    [[nodiscard]] void* addr() const noexcept { return reinterpret_cast<void*>(addr_); }
+    [[nodiscard]] std::size_t length() const noexcept { return length_; }
+    [[nodiscard]] std::uint32_t access() const noexcept { return access_; }
+    [[nodiscard]] bool registered() const noexcept { return registered_; }
+
+private:
+    friend class Pd;
+    Mr() = default;
+    detail::DeviceCore* core_ = nullptr;
+    Pd* pd_ = nullptr;
+    std::uint64_t addr_ = 0;
+    std::size_t length_ = 0;
+    std::uint32_t access_ = 0;
+    std::uint32_t lkey_ = 0;
+    std::uint32_t rkey_ = 0;
+    bool registered_ = false;
+};
+
+/// A completion queue. Completions are added by Device::progress() only.
+class Cq {
+public:
+    /// Aborts if a QP still uses it. Unpolled completions are discarded.
+    ~Cq();
+    Cq(const Cq&) = delete;
+    Cq& operator=(const Cq&) = delete;
+
+    /// Moves up to out.size() completions, oldest first, into `out`; returns
+    /// how many. Does not drive progress.
+    std::size_t poll(std::span<Wc> out);
+    /// Completions waiting.
+    [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+    [[nodiscard]] int cqe() const noexcept { return cqe_; }
+    /// Times a completion arrived while cqe() were already waiting. No
+    /// completion is lost (the queue grows), but an overrun means the
+    /// consumer polls too rarely or the CQ is too small; counted, logged once.
+    [[nodiscard]] std::uint64_t overruns() const noexcept { return overruns_; }
+
+private:
+    friend class Device;
+    friend class Pd;
+    friend class Qp;
+    friend struct detail::DeviceCore;
+    Cq(detail::DeviceCore* core, int cqe) : core_(core), cqe_(cqe) {}
+    detail::DeviceCore* core_;
+    int cqe_;
+    std::deque<Wc> entries_;
+    std::uint64_t overruns_ = 0;
+    std::uint32_t qps_ = 0;  ///< live QPs using this CQ
+};
+
+/// A reliable-connected queue pair driven by the multipath engine.
+class Qp {
+public:
+    /// Destroys the QP: its outstanding WRs are dropped without completion
+    /// (completions already produced still reach the CQs).
+    ~Qp();
+    Qp(const Qp&) = delete;
+    Qp& operator=(const Qp&) = delete;
+
+    /// State transition and/or attribute change. Returns 0 or EINVAL
+    /// (transition not allowed, required attribute missing or out of range).
+    int modify(const QpAttr& attr, std::uint32_t mask);
+
+    /// Posts send WRs in order. Returns 0, or an errno for the first WR not
+    /// posted (its index in *bad_wr; the WRs before it are posted):
+    ///   EINVAL  QP not in RTS/ERR, bad opcode or flags, more than
+    ///           max_send_sge SGEs, inline longer than max_inline_data,
+    ///           message over 2^31 bytes, or an SGE whose lkey is not a live
+    ///           MR of this QP's PD or that is not inside that MR (these
+    ///           local protection errors are reported here, at post time,
+    ///           instead of as loc_prot_err completions)
+    ///   ENOMEM  max_send_wr WRs outstanding
+    /// In ERR every WR is accepted and completes with wr_flush_err.
+    /// The sg_list buffers (not inline) are read until the WR completes.
+    int post_send(std::span<const SendWr> wrs, std::size_t* bad_wr = nullptr);
+    int post_send(const SendWr& wr) { return post_send(std::span<const SendWr>(&wr, 1)); }
+
+    /// Posts receives in order. Errors as post_send: EINVAL (QP in RESET,
+    /// more than max_recv_sge SGEs, an SGE outside a live LOCAL_WRITE MR of
+    /// this PD), ENOMEM (max_recv_wr posted).
+    int post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr = nullptr);
+    int post_recv(const RecvWr& wr) { return post_recv(std::span<const RecvWr>(&wr, 1)); }
+
+    /// Stops using path `ev` (operator denial). 0, or ENOENT if not in use.
+    int deny_ev(std::uint32_t ev);
+
+    [[nodiscard]] std::uint32_t qp_num() const noexcept { return qpn_; }
+    /// 16-bit connection id the peer needs in QpAttr::dest_conn_id.
+    [[nodiscard]] std::uint16_t conn_id() const noexcept { return conn_id_; }
+    [[nodiscard]] QpState state() const;
+    [[nodiscard]] const QpCap& cap() const noexcept { return cap_; }
+
+private:
+    friend class Pd;
+    friend struct detail::DeviceCore;
+    Qp() = default;
+    detail::DeviceCore* core_ = nullptr;
+    Pd* pd_ = nullptr;
+    Cq* send_cq_ = nullptr;
+    Cq* recv_cq_ = nullptr;
+    std::uint32_t qpn_ = 0;
+    std::uint16_t conn_id_ = 0;
+    QpCap cap_{};
+    bool sq_sig_all_ = false;
+};
+
+}  // namespace omrc

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "runtime/progress_loop.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "runtime/log.hpp"
+
+namespace omrc::runtime {
+
+ProgressLoop::ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg)
+    : drv_(drv), engine_(engine), cfg_(cfg) {
+    cfg_.rx_burst_frames = std::max<std::uint32_t>(cfg_.rx_burst_frames, 1);
+    cfg_.tx_burst_frames = std::max<std::uint32_t>(cfg_.tx_burst_frames, 1);
+    cfg_.max_bursts_per_pass = std::max<std::uint32_t>(cfg_.max_bursts_per_pass, 1);
+    rx_buf_.resize(cfg_.rx_burst_frames);
+    tx_buf_.resize(cfg_.tx_burst_frames);
+    wc_buf_.resize(64);
+}
+
+std::size_t ProgressLoop::run_once(core::TimeNs now, CompletionSink& sink) {
+    ++stats_.passes;
+    pending_ = false;
+    std::size_t work = poll_links(now);
+    work += receive(now);
+    if (engine_.next_wakeup() <= now) {
+        engine_.on_timer(now);
+        ++stats_.timer_runs;
+    }
+    work += transmit(now);
+    work += drain_completions(sink);
+    return work;
+}
+
+std::size_t ProgressLoop::poll_links(core::TimeNs now) {
+    std::array<driver::LinkEvent, 16> events;
+    std::size_t total = 0;
+    for (;;) {
+        const std::size_t n = drv_.poll_link_events(events);
+        for (std::size_t i = 0; i < n; ++i) {
+            logger().info("plane {} link {}", events[i].plane, events[i].up ? "up" : "down");
+            (void)engine_.submit(core::CmdLinkChange{events[i].plane, events[i].up}, now);
+        }
+        total += n;
+        if (n < events.size()) break;
+    }
+    stats_.link_events += total;
+    return 0;  // link events are not frames; they do not make a pass "busy"
+}
+
+std::size_t ProgressLoop::receive(core::TimeNs now) {
+    std::size_t total = 0;
+    for (std::uint32_t b = 0; b < cfg_.max_bursts_per_pass; ++b) {
+        const std::size_t n = drv_.rx_burst(rx_buf_, now);
+        if (n == 0) return total;
+        ++stats_.rx_bursts;
+        // The burst's views stay valid until the next rx_burst() call.
+        for (std::size_t i = 0; i < n; ++i)
+            engine_.on_rx({rx_buf_[i].data, rx_buf_[i].len}, rx_buf_[i].plane, now);
+        total += n;
+        stats_.rx_frames += n;
+        if (n < rx_buf_.size()) return total;
+    }
+    pending_ = true;
+    return total;
+}
+
+std::size_t ProgressLoop::offer(std::span<const wire::GatherFrame> frames, core::TimeNs now) {
+    const std::size_t accepted = std::min(drv_.tx_burst(frames, now), frames.size());
+    ++stats_.tx_bursts;
+    stats_.tx_frames += accepted;
+    if (accepted < frames.size()) ++stats_.tx_partial;
+    return accepted;
+}
+
+void ProgressLoop::keep(std::span<const wire::GatherFrame> frames) {
+    for (const wire::GatherFrame& g : frames) {
+        std::vector<std::uint8_t> payload(g.payload_len());
+        std::size_t off = 0;
+        for (std::size_t s = 0; s < g.segment_count; ++s) {
+            if (g.segments[s].len) std::memcpy(payload.data() + off, g.segments[s].data, g.segments[s].len);
+            off += g.segments[s].len;
+        }
+        wire::GatherFrame copy = g;
+        copy.segment_count = payload.empty() ? 0 : 1;
+        copy.segments = {};
+        if (!payload.empty()) copy.segments[0] = {payload.data(), static_cast<std::uint32_t>(payload.size())};
+        kept_.push_back(copy);
+        kept_payload_.push_back(std::move(payload));  // moving keeps the heap buffer in place
+    }
+    stats_.tx_kept_frames += frames.size();
+}
+
+std::size_t ProgressLoop::transmit(core::TimeNs now) {
+    std::size_t total = 0;
+    if (!kept_.empty()) {
+        const std::size_t a = offer(kept_, now);
+        kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(a));
+        kept_payload_.erase(kept_payload_.begin(), kept_payload_.begin() + static_cast<std::ptrdiff_t>(a));
+        total += a;
+        if (!kept_.empty()) {
+            pending_ = true;  // the driver is full: leave the engine's frames where they are
+            return total;
+        }
+    }
+    for (std::uint32_t b = 0; b < cfg_.max_bursts_per_pass; ++b) {
+        const std::size_t n = engine_.poll_tx(tx_buf_, now);
+        if (n == 0) return total;
+        const std::span<const wire::GatherFrame> burst(tx_buf_.data(), n);
+        const std::size_t a = offer(burst, now);
+        total += a;
+        if (a < n) {
+            keep(burst.subspan(a));
+            pending_ = true;
+            return total;
+        }
+        if (n < tx_buf_.size()) return total;
+    }
+    pending_ = true;
+    return total;
+}
+
+std::size_t ProgressLoop::drain_completions(CompletionSink& sink) {
+    std::size_t total = 0;
+    for (;;) {
+        const std::size_t n = engine_.poll_completions(wc_buf_);
+        for (std::size_t i = 0; i < n; ++i) sink.on_completion(wc_buf_[i]);
+        total += n;
+        if (n < wc_buf_.size()) break;
+    }
+    stats_.completions += total;
+    return total;
+}
+
+core::TimeNs ProgressLoop::next_wakeup(core::TimeNs now) const noexcept {
+    if (pending_ || !kept_.empty()) return now;
+    return std::min<core::TimeNs>(engine_.next_wakeup(), drv_.next_event_ns());
+}
+
+}  // namespace omrc::runtime

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The poll-mode progress loop of one device: driver rx → engine → driver tx,
+// link events, timers, completions. One run_once() is one pass; the caller
+// supplies `now` (the runtime's clock or a virtual one).
+//
+// Partial transmit acceptance. When the driver accepts only a prefix of a
+// burst, the rest is kept and offered first on the next pass, and the
+// engine is not asked for more frames until it is gone. Kept frames get a
+// private copy of their payload: they stay valid however long the driver
+// refuses them, even if the application deregisters the memory or the
+// engine reuses an inline buffer meanwhile.
+//
+// Threads: the device's owning thread only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "driver/driver.hpp"
+
+namespace omrc::runtime {
+
+struct ProgressConfig {
+    std::uint32_t rx_burst_frames = 32;
+    std::uint32_t tx_burst_frames = 32;
+    /// Bursts per direction in one pass; more work than that is left for the
+    /// next pass (next_wakeup() then says "now"), bounding one pass's latency.
+    std::uint32_t max_bursts_per_pass = 16;
+};
+
+struct ProgressStats {
+    std::uint64_t passes = 0;
+    std::uint64_t rx_bursts = 0;          ///< rx_burst calls that returned frames
+    std::uint64_t rx_frames = 0;
+    std::uint64_t tx_bursts = 0;          ///< tx_burst calls
+    std::uint64_t tx_frames = 0;          ///< frames the driver accepted
+    std::uint64_t tx_partial = 0;         ///< tx_burst calls that accepted less than offered
+    std::uint64_t tx_kept_frames = 0;     ///< frames copied aside after a partial acceptance
+    std::uint64_t timer_runs = 0;
+    std::uint64_t link_events = 0;
+    std::uint64_t completions = 0;
+};
+
+/// Receives the engine's completions (the verbs layer routes them to CQs).
+class CompletionSink {
+public:
+    virtual ~CompletionSink() = default;
+    virtual void on_completion(const core::Completion& c) = 0;
+};
+
+class ProgressLoop {
+public:
+    ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg);
+
+    /// One pass at time `now`. Returns frames received + frames accepted by
+    /// the driver + completions delivered.
+    std::size_t run_once(core::TimeNs now, CompletionSink& sink);
+    /// Moves the engine's pending completions to `sink` (before a QP goes away).
+    std::size_t drain_completions(CompletionSink& sink);
+    /// New work was submitted to the engine outside run_once(): the next
+    /// next_wakeup() says "now".
+    void kick() noexcept { pending_ = true; }
+    /// Earliest time run_once() has work; ≤ `now` when work is pending now.
+    [[nodiscard]] core::TimeNs next_wakeup(core::TimeNs now) const noexcept;
+
+    /// Frames accepted by the driver (compare with Driver::tx_release_count()).
+    [[nodiscard]] std::uint64_t tx_accepted() const noexcept { return stats_.tx_frames; }
+    [[nodiscard]] std::size_t kept_frames() const noexcept { return kept_.size(); }
+    [[nodiscard]] const ProgressStats& stats() const noexcept { return stats_; }
+
+private:
+    std::size_t poll_links(core::TimeNs now);
+    std::size_t receive(core::TimeNs now);
+    std::size_t transmit(core::TimeNs now);
+    /// Offers `frames` to the driver; returns how many it accepted.
+    std::size_t offer(std::span<const wire::GatherFrame> frames, core::TimeNs now);
+    void keep(std::span<const wire::GatherFrame> frames);
+
+    driver::Driver& drv_;
+    core::Engine& engine_;
+    ProgressConfig cfg_;
+    ProgressStats stats_{};
+    bool pending_ = true;  ///< a pass stopped at a limit, or work was submitted since
+    std::vector<driver::RxFrame> rx_buf_;
+    std::vector<wire::GatherFrame> tx_buf_;
+    std::vector<core::Completion> wc_buf_;
+    std::vector<wire::GatherFrame> kept_;            ///< refused frames, in order
+    std::vector<std::vector<std::uint8_t>> kept_payload_;  ///< their payload copies (parallel to kept_)
+};
+
+}  // namespace omrc::runtime

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Device: open (driver registry, engine configuration), PDs, CQs, the
+// progress entry points and the stats document.
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "routing/fabric.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
+#include "runtime/stats_json.hpp"
+#include "verbs/device_core.hpp"
+
+namespace omrc {
+
+namespace detail {
+
+void abort_live_children(const char* object, std::uint32_t children) {
+    runtime::logger().critical("{} destroyed while {} of its objects are alive (children must be destroyed first)",
+                               object, children);
+    runtime::logger().flush();
+    std::abort();
+}
+
+}  // namespace detail
+
+namespace {
+
+void set_err(int* err, int value) {
+    if (err != nullptr) *err = value;
+}
+
+int validate(const DeviceOptions& o) {
+    if (o.planes > kMaxPlanes) return EINVAL;
+    if (o.rx_burst_frames == 0 || o.rx_burst_frames > 1024) return EINVAL;
+    if (o.tx_burst_frames == 0 || o.tx_burst_frames > 1024) return EINVAL;
+    if (o.max_qps == 0 || o.max_qps > 4096) return EINVAL;
+    if (o.ack_every_pkts == 0 || o.ev_track_depth == 0) return EINVAL;
+    if (o.frame_mode != FrameMode::plain && o.frame_mode != FrameMode::srv6) return EINVAL;
+    if (o.frame_mode == FrameMode::srv6) {
+        const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
+                                    o.fabric.t1_per_plane, o.fabric.hosts_per_t0};
+        if (!f.validate().empty()) {
+            runtime::logger().error("srv6 fabric layout: {}", f.validate());
+            return EINVAL;
+        }
+        if (o.local_host >= f.hosts()) return EINVAL;
+    }
+    return 0;
+}
+
+std::uint64_t entropy_u64() {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+std::vector<std::string> Device::drivers() { return runtime::driver_names(); }
+
+std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOptions& options, int* err) {
+    const runtime::DriverFactory factory = runtime::find_driver(driver);
+    if (factory == nullptr) {
+        runtime::logger().error("no driver named '{}'", driver);
+        set_err(err, ENODEV);
+        return nullptr;
+    }
+    if (const int e = validate(options); e != 0) {
+        set_err(err, e);
+        return nullptr;
+    }
+    runtime::AttachedDriver attached;
+    if (const int e = factory(options, attached); e != 0) {
+        set_err(err, e);
+        return nullptr;
+    }
+    const std::uint32_t driver_planes = std::min(attached.driver->planes(), kMaxPlanes);
+    const std::uint32_t planes = options.planes != 0 ? options.planes : driver_planes;
+    if (planes == 0 || planes > driver_planes) {
+        runtime::logger().error("{} planes requested, driver '{}' has {}", planes, driver, driver_planes);
+        set_err(err, EINVAL);
+        return nullptr;
+    }
+
+    core::EngineConfig ec{};
+    ec.planes = planes;
+    ec.mode = options.frame_mode == FrameMode::srv6 ? wire::FrameMode::srv6 : wire::FrameMode::plain;
+    ec.local_macs = attached.macs;
+    const bool addr_given = std::any_of(options.local_addr.begin(), options.local_addr.end(),
+                                        [](std::uint8_t b) { return b != 0; });
+    ec.local_addr = addr_given ? options.local_addr : attached.default_addr;
+    ec.fabric = {options.fabric.usid_block, options.fabric.planes, options.fabric.t0_per_plane,
+                 options.fabric.t1_per_plane, options.fabric.hosts_per_t0};
+    ec.local_host = options.local_host;
+    const std::uint64_t seed = options.seed != 0 ? options.seed : entropy_u64();
+    ec.seed = seed;
+    ec.compute_icrc = options.compute_icrc;
+    ec.verify_icrc = options.verify_icrc;
+    ec.ack_every_pkts = options.ack_every_pkts;
+    ec.ack_delay_ns = options.ack_delay_ns;
+    ec.ev_timeout_ns = options.ev_timeout_ns;
+    ec.probe_interval_ns = options.probe_interval_ns;
+    ec.probe_successes_to_restore = options.probe_successes_to_restore;
+    ec.ev_track_depth = options.ev_track_depth;
+    ec.port_status_repeat_ns = options.port_status_repeat_ns;
+    ec.max_qps = options.max_qps;
+
+    auto keys = options.seed != 0 ? verbs::KeyGenerator::from_seed(options.seed) : verbs::KeyGenerator::from_entropy();
+    std::function<std::uint64_t()> clock = options.clock;
+    if (!clock) clock = &runtime::steady_now_ns;
+    auto core = std::make_unique<detail::DeviceCore>(std::move(attached), std::string(driver), std::move(clock), keys);
+    core->engine = std::make_unique<core::Engine>(ec, &core->mrs);
+    runtime::ProgressConfig pc{};
+    pc.rx_burst_frames = options.rx_burst_frames;
+    pc.tx_burst_frames = options.tx_burst_frames;
+    core->loop = std::make_unique<runtime::ProgressLoop>(*core->attached.driver, *core->engine, pc);
+
+    core->address.addr = ec.local_addr;
+    core->address.planes = planes;
+    core->address.host = ec.local_host;
+    for (std::uint32_t p = 0; p < kMaxPlanes; ++p) core->address.macs[p] = ec.local_macs[p];
+
+    // The engine starts with every plane up; tell it about ports that are not.
+    const std::uint64_t now = core->now();
+    for (std::uint32_t p = 0; p < planes; ++p)
+        if (!core->attached.driver->link_up(p)) (void)core->engine->submit(core::CmdLinkChange{p, false}, now);
+
+    runtime::logger().info("device open: driver={} planes={} mode={} seed={}", driver, planes,
+                           options.frame_mode == FrameMode::srv6 ? "srv6" : "plain",
+                           options.seed != 0 ? "fixed" : "random");
+    set_err(err, 0);
+    return std::unique_ptr<Device>(new Device(std::move(core)));
+}
+
+Device::Device(std::unique_ptr<detail::DeviceCore> core) : core_(std::move(core)) {}
+
+Device::~Device() {
+    if (core_->children != 0) detail::abort_live_children("Device", core_->children);
+}
+
+std::unique_ptr<Pd> Device::alloc_pd(int* err) {
+    const std::uint32_t handle = core_->next_pd++;
+    ++core_->children;
+    set_err(err, 0);
+    return std::unique_ptr<Pd>(new Pd(core_.get(), handle));
+}
+
+std::unique_ptr<Cq> Device::create_cq(int cqe, int* err) {
+    if (cqe < 1 || cqe > (1 << 20)) {
+        set_err(err, EINVAL);
+        return nullptr;
+    }
+    auto cq = std::unique_ptr<Cq>(new Cq(core_.get(), cqe));
+    core_->cqs.push_back(cq.get());
+    ++core_->children;
+    set_err(err, 0);
+    return cq;
+}
+
+std::size_t Device::progress() { return core_->loop->run_once(core_->now(), *core_); }
+
+std::uint64_t Device::next_wakeup_ns() const { return core_->loop->next_wakeup(core_->now()); }
+
+std::uint64_t Device::now_ns() const { return core_->now(); }
+
+DeviceAddress Device::address() const { return core_->address; }
+
+std::uint32_t Device::planes() const { return core_->address.planes; }
+
+const std::string& Device::driver_name() const { return core_->driver_name; }
+
+std::string Device::stats_json() const {
+    const detail::DeviceCore& c = *core_;
+    const verbs::MrTableStats& m = c.mrs.stats();
+    nlohmann::json cqs = nlohmann::json::array();
+    for (const Cq* cq : c.cqs)
+        cqs.push_back({{"cqe", cq->cqe()}, {"waiting", cq->size()}, {"overruns", cq->overruns()}});
+    nlohmann::json doc;
+    doc["device"] = {
+        {"driver", c.driver_name},
+        {"planes", c.address.planes},
+        {"progress", runtime::progress_json(c.loop->stats())},
+        {"tx_kept_now", c.loop->kept_frames()},
+        {"mr",
+         {{"live", c.mrs.size()},
+          {"registered", m.registered},
+          {"deregistered", m.deregistered},
+          {"placed_pkts", m.placed_pkts},
+          {"placed_bytes", m.placed_bytes},
+          {"rejected",
+           {{"bad_rkey", m.rejected[static_cast<std::size_t>(core::PlaceStatus::bad_rkey)]},
+            {"pd_mismatch", m.rejected[static_cast<std::size_t>(core::PlaceStatus::pd_mismatch)]},
+            {"no_access", m.rejected[static_cast<std::size_t>(core::PlaceStatus::no_access)]},
+            {"out_of_bounds", m.rejected[static_cast<std::size_t>(core::PlaceStatus::out_of_bounds)]}}}}},
+        {"cqs", std::move(cqs)},
+        {"completions_orphaned", c.completions_orphaned}};
+    doc["engine"] = runtime::engine_json(*c.engine);
+    doc["driver"] = runtime::driver_json(*c.attached.driver);
+    std::vector<std::uint32_t> qpns;
+    for (const auto& [qpn, qp] : c.qps) qpns.push_back(qpn);
+    std::sort(qpns.begin(), qpns.end());
+    nlohmann::json qps = nlohmann::json::array();
+    for (std::uint32_t qpn : qpns)
+        if (const core::Qp* q = c.engine->find_qp(qpn)) qps.push_back(runtime::qp_json(*q));
+    doc["qps"] = std::move(qps);
+    return doc.dump();
+}
+
+}  // namespace omrc

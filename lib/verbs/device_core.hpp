@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// What a Device owns behind the public API: the driver, the MR table, the
+// engine, the progress loop, and the QPN → Qp map that routes completions to
+// CQs. Every member is used by the device's owning thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "omrc/verbs.hpp"
+#include "runtime/driver_registry.hpp"
+#include "runtime/progress_loop.hpp"
+#include "verbs/mr_table.hpp"
+
+namespace omrc::detail {
+
+struct DeviceCore final : runtime::CompletionSink {
+    // Declaration order is destruction order reversed: the loop goes first,
+    // then the engine (which points at the MR table), then the driver and
+    // whatever keeps it alive.
+    runtime::AttachedDriver attached;
+    std::string driver_name;
+    std::function<std::uint64_t()> clock;
+    DeviceAddress address{};
+    verbs::MrTable mrs;
+    std::unique_ptr<core::Engine> engine;
+    std::unique_ptr<runtime::ProgressLoop> loop;
+
+    std::unordered_map<std::uint32_t, Qp*> qps;  ///< live QPs by QPN
+    std::vector<const Cq*> cqs;                  ///< live CQs (stats)
+    std::uint32_t next_pd = 1;
+    std::uint32_t children = 0;                  ///< live Pd + Cq
+    std::uint64_t completions_orphaned = 0;      ///< completions of a QP that no longer exists
+
+    // Reused by post_send / post_recv so posting does not allocate.
+    std::vector<core::SendRequest> send_scratch;
+    std::vector<core::RecvRequest> recv_scratch;
+
+    DeviceCore(runtime::AttachedDriver drv, std::string name, std::function<std::uint64_t()> clk,
+               verbs::KeyGenerator keys)
+        : attached(std::move(drv)), driver_name(std::move(name)), clock(std::move(clk)), mrs(keys) {}
+
+    [[nodiscard]] std::uint64_t now() const { return clock(); }
+    /// Routes one engine completion to its QP's send or receive CQ.
+    void on_completion(const core::Completion& c) override;
+};
+
+/// Logs a destroyed-with-children error and aborts (see verbs.hpp, Ownership).
+[[noreturn]] void abort_live_children(const char* object, std::uint32_t children);
+
+}  // namespace omrc::detail

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Pd and Mr: protection domains and memory registration.
+#include <cerrno>
+
+#include "runtime/log.hpp"
+#include "verbs/device_core.hpp"
+
+namespace omrc {
+
+namespace {
+
+void set_err(int* err, int value) {
+    if (err != nullptr) *err = value;
+}
+
+/// Bounded wait for the driver to release frames that may reference memory
+/// about to be deregistered (zero-copy drivers; copying drivers release at once).
+constexpr int kReleaseWaitPasses = 1 << 20;
+
+}  // namespace
+
+Pd::~Pd() {
+    if (children_ != 0) detail::abort_live_children("Pd", children_);
+    --core_->children;
+}
+
+std::unique_ptr<Mr> Pd::reg_mr(void* addr, std::size_t length, std::uint32_t access, int* err) {
+    if (addr == nullptr) {
+        set_err(err, EINVAL);
+        return nullptr;
+    }
+    verbs::MrEntry e;
+    if (const int rc = core_->mrs.add(handle_, reinterpret_cast<std::uintptr_t>(addr), length, access, e); rc != 0) {
+        set_err(err, rc);
+        return nullptr;
+    }
+    auto mr = std::unique_ptr<Mr>(new Mr());
+    mr->core_ = core_;
+    mr->pd_ = this;
+    mr->addr_ = e.addr;
+    mr->length_ = length;
+    mr->access_ = access;
+    mr->lkey_ = e.lkey;
+    mr->rkey_ = e.rkey;
+    mr->registered_ = true;
+    ++children_;
+    set_err(err, 0);
+    return mr;
+}
+
+Mr::~Mr() {
+    if (registered_) (void)deregister();
+}
+
+int Mr::deregister() {
+    if (!registered_) return EINVAL;
+    // From here on place() refuses this rkey: no incoming byte lands here.
+    (void)core_->mrs.remove(rkey_);
+    registered_ = false;
+    --pd_->children_;
+    // Frames the progress loop keeps aside already own a copy of their
+    // payload; frames handed to the driver may still point here until it
+    // releases them.
+    driver::Driver& drv = *core_->attached.driver;
+    for (int pass = 0; drv.tx_release_count() < core_->loop->tx_accepted(); ++pass) {
+        if (pass == kReleaseWaitPasses) {
+            runtime::logger().error("MR deregistration: driver '{}' still holds {} transmitted frames",
+                                    core_->driver_name, core_->loop->tx_accepted() - drv.tx_release_count());
+            break;
+        }
+        core_->loop->run_once(core_->now(), *core_);
+    }
+    return 0;
+}
+
+}  // namespace omrc
