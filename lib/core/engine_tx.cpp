@@ -435,11 +435,13 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                 break;
             }
             // Overdue on this EV: everything still in flight on it is resent
-            // elsewhere. The EV is retired when its losses stand out from the
-            // QP's (a dead path), not for one unlucky tail packet.
+            // elsewhere. The EV is retired when the path went silent (two or
+            // more of its packets unanswered) or its losses stand out from the
+            // QP's — not for one unlucky tail packet.
             ++qp.stats.ev_timeouts;
             ++qp.paths.slot(i).counters.timeouts;
             bool retire = false;
+            std::uint32_t silent = 0;
             for (std::uint32_t k = 0; k < qp.paths.tracked(i); ++k) {
                 std::uint32_t lp;
                 std::uint64_t ls;
@@ -449,8 +451,10 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                     mark_lost(qp, lp, false);
                     ++qp.stats.losses_timeout;
                     retire |= qp.paths.record_outcome(i, true);
+                    ++silent;
                 }
             }
+            retire |= silent >= 2;
             qp.paths.clear_tracked(i);
             if (qp.cc) qp.cc->on_loss(now);
             if (retire && qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
