@@ -149,7 +149,8 @@ void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
     const auto dst = static_cast<std::uint32_t>(routed);
     Link& l = link(src, dst, plane);
     LinkCounterSet& c = l.counters;
-    if (!src_up || !port_up(dst, plane)) {
+    // A detached endpoint is a NIC that is gone: like a port that is down.
+    if (!src_up || !port_up(dst, plane) || !endpoints[dst]->attached.load(std::memory_order_acquire)) {
         c.link_down.add();
         return;
     }
@@ -290,7 +291,18 @@ namespace {
 class LoopbackDriver final : public driver::Driver {
 public:
     LoopbackDriver(Fabric::Impl& fabric, std::uint32_t endpoint) : f_(fabric), e_(endpoint) {}
-    ~LoopbackDriver() override { f_.endpoints[e_]->attached.store(false, std::memory_order_release); }
+    ~LoopbackDriver() override {
+        Endpoint& ep = *f_.endpoints[e_];
+        ep.attached.store(false, std::memory_order_release);
+        if (!f_.real_time()) {
+            // Frames still on their way to this endpoint have no receiver any more.
+            Receiver& rx = ep.rx;
+            for (const RxEntry& e : rx.heap) rx.free.push_back(e.buf);
+            for (std::uint32_t b : rx.lent) rx.free.push_back(b);
+            rx.heap.clear();
+            rx.lent.clear();
+        }
+    }
     LoopbackDriver(const LoopbackDriver&) = delete;
     LoopbackDriver& operator=(const LoopbackDriver&) = delete;
 

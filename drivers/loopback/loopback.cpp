@@ -220,7 +220,8 @@ void Fabric::advance(std::uint64_t now_ns) {
 std::uint64_t Fabric::next_event_ns() const {
     impl_->require_virtual("next_event_ns");
     std::uint64_t t = impl_->schedule.empty() ? UINT64_MAX : impl_->schedule.begin()->first;
-    for (std::uint32_t e = 0; e < impl_->cfg.endpoints; ++e) t = std::min(t, impl_->endpoints[e]->rx.earliest());
+    for (std::uint32_t e = 0; e < impl_->cfg.endpoints; ++e)
+        if (impl_->endpoints[e]->attached.load(std::memory_order_acquire)) t = std::min(t, impl_->endpoints[e]->rx.earliest());
     return t;
 }
 

@@ -196,7 +196,10 @@ void Engine::on_data(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
         send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, f.meth.msn);
         return;
     }
-    const PlaceStatus ps = memory_ ? memory_->place(qp.attr.pd, f.reth.rkey, f.reth.va, f.payload) : PlaceStatus::ok;
+    PlaceStatus ps = PlaceStatus::ok;
+    if (memory_ && wire::is_first_of_message(f.bth.opcode) && f.reth.dma_len > len)
+        ps = memory_->check(qp.attr.pd, f.reth.rkey, f.reth.va, f.reth.dma_len);
+    if (memory_ && ps == PlaceStatus::ok) ps = memory_->place(qp.attr.pd, f.reth.rkey, f.reth.va, f.payload);
     if (ps != PlaceStatus::ok) {
         drop(DropReason::remote_access);
         send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, f.meth.msn);

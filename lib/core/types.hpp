@@ -96,6 +96,14 @@ public:
     virtual ~PlacementTarget() = default;
     virtual PlaceStatus place(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
                               std::span<const std::uint8_t> bytes) = 0;
+    /// Checks a whole message range [va, va+len) without writing (the first
+    /// packet of a message validates its full DMA length, as an RDMA
+    /// responder does). The default accepts: targets without MRs (a
+    /// simulator's memory model) check per packet only.
+    virtual PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
+        (void)pd, (void)rkey, (void)va, (void)len;
+        return PlaceStatus::ok;
+    }
 };
 
 }  // namespace omrc::core

@@ -72,6 +72,13 @@ public:
     core::PlaceStatus place(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
                             std::span<const std::uint8_t> bytes) override;
 
+    /// The engine's whole-message check (check_remote, counted when refused).
+    core::PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) override {
+        const core::PlaceStatus s = len == 0 ? core::PlaceStatus::ok : check_remote(pd, rkey, va, len);
+        if (s != core::PlaceStatus::ok) ++stats_.rejected[static_cast<std::size_t>(s)];
+        return s;
+    }
+
     [[nodiscard]] std::size_t size() const noexcept { return by_rkey_.size(); }
     [[nodiscard]] const MrTableStats& stats() const noexcept { return stats_; }
 
