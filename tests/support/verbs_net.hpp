@@ -17,7 +17,7 @@ namespace omrc::test {
 
 using namespace omrc;
 
-std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+inline std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 /// Devices on one loopback fabric in virtual time: one clock for all of them.
 class VirtualNet {
@@ -69,7 +69,7 @@ private:
     }
 };
 
-QpInitAttr init_attr(Cq& scq, Cq& rcq, QpCap cap = {}) {
+inline QpInitAttr init_attr(Cq& scq, Cq& rcq, QpCap cap = {}) {
     QpInitAttr a;
     a.send_cq = &scq;
     a.recv_cq = &rcq;
@@ -78,7 +78,7 @@ QpInitAttr init_attr(Cq& scq, Cq& rcq, QpCap cap = {}) {
 }
 
 /// RESET→INIT→RTR→RTS for both QPs, attributes exchanged in process.
-void connect(Qp& a, const Device& da, Qp& b, const Device& db, const QpAttr& base = {}) {
+inline void connect(Qp& a, const Device& da, Qp& b, const Device& db, const QpAttr& base = {}) {
     for (Qp* q : {&a, &b}) {
         QpAttr init = base;
         init.qp_state = QpState::init;
@@ -105,7 +105,7 @@ void connect(Qp& a, const Device& da, Qp& b, const Device& db, const QpAttr& bas
     }
 }
 
-std::vector<Wc> drain(Cq& cq) {
+inline std::vector<Wc> drain(Cq& cq) {
     std::vector<Wc> out;
     Wc wc[16];
     for (std::size_t n; (n = cq.poll(wc)) != 0;) out.insert(out.end(), wc, wc + n);
