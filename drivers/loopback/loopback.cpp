@@ -90,7 +90,7 @@ Fabric::Impl::Impl(const FabricConfig& c) : cfg(c) {
         for (std::uint32_t d = 0; d < n; ++d)
             for (std::uint32_t p = 0; p < cfg.planes; ++p) {
                 auto l = std::make_unique<Link>();
-                for (std::uint32_t k = 0; k < l->rng.size(); ++k) l->rng[k] = Rng::for_link(cfg.seed, s, d, p, k);
+                for (std::uint32_t k = 0; k < l->rng.size(); ++k) l->rng[k] = link_rng(cfg.seed, s, d, p, k);
                 links.push_back(std::move(l));
             }
     if (real_time()) {

@@ -129,6 +129,8 @@ private:
     void send_port_status(TimeNs now);
     std::uint8_t reverse_plane(Qp& qp) noexcept;
     wire::GatherFrame* ctrl_slot();
+    /// Addresses the QP's control spec for `plane` and `ev` (MACs, EV, SRv6 path) and tags `g` with the plane.
+    wire::FrameSpec& address_ctrl(Qp& qp, std::uint8_t plane, std::uint32_t ev, wire::GatherFrame& g);
     void finish_ctrl(wire::GatherFrame& g, const wire::FrameSpec& spec);
     void drop(DropReason r) noexcept { ++stats_.rx_drops[static_cast<std::size_t>(r)]; }
 

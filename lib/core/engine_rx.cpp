@@ -51,6 +51,16 @@ std::uint32_t reverse_ev(const Qp& qp, std::uint8_t plane) noexcept {
 }
 }  // namespace
 
+wire::FrameSpec& Engine::address_ctrl(Qp& qp, std::uint8_t plane, std::uint32_t ev, wire::GatherFrame& g) {
+    wire::FrameSpec& s = qp.ctrl_spec;
+    s.eth.src = cfg_.local_macs[plane];
+    s.eth.dst = qp.attr.peer_macs[plane];
+    s.ev = ev;
+    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
+    g.plane = plane;
+    return s;
+}
+
 void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t probe_ev, std::uint32_t probe_id) {
     (void)now;
     if (!probe_answer) {
@@ -60,12 +70,7 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t prob
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
     const std::uint8_t plane = reverse_plane(qp);
-    const std::uint32_t ev = reverse_ev(qp, plane);
-    wire::FrameSpec& s = qp.ctrl_spec;
-    s.eth.src = cfg_.local_macs[plane];
-    s.eth.dst = qp.attr.peer_macs[plane];
-    s.ev = ev;
-    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
+    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
     s.bth.opcode = wire::Opcode::sack;
     s.bth.psn = psn_add(qp.rcv_cack, 1);
     wire::SethHdr& h = s.seth;
@@ -111,7 +116,6 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t prob
     s.cc = {};
     s.cc.ts_echo = probe_answer ? 0 : qp.ack_trigger_ts;
     s.cc.rcvd_bytes = static_cast<std::uint32_t>((qp.rcvd_bytes / wire::CcStateHdr::kRcvdBytesUnit) & 0xFFFFFF);
-    g->plane = plane;
     finish_ctrl(*g, s);
     ++qp.stats.sacks_sent;
 }
@@ -120,16 +124,10 @@ void Engine::send_nack(Qp& qp, std::uint32_t psn, std::uint32_t ev, std::uint16_
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
     const std::uint8_t plane = reverse_plane(qp);
-    const std::uint32_t rev = reverse_ev(qp, plane);
-    wire::FrameSpec& s = qp.ctrl_spec;
-    s.eth.src = cfg_.local_macs[plane];
-    s.eth.dst = qp.attr.peer_macs[plane];
-    s.ev = rev;
-    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(rev);
+    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
     s.bth.opcode = wire::Opcode::nack;
     s.bth.psn = psn;
     s.neth = {static_cast<std::uint8_t>(reason), 0, ts, ev, qp.conn_id, qp.attr.dest_conn_id, psn, qp.rcv_cack};
-    g->plane = plane;
     finish_ctrl(*g, s);
     ++qp.stats.nacks_sent;
 }
@@ -138,16 +136,10 @@ void Engine::send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t ms
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
     const std::uint8_t plane = reverse_plane(qp);
-    const std::uint32_t rev = reverse_ev(qp, plane);
-    wire::FrameSpec& s = qp.ctrl_spec;
-    s.eth.src = cfg_.local_macs[plane];
-    s.eth.dst = qp.attr.peer_macs[plane];
-    s.ev = rev;
-    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(rev);
+    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
     s.bth.opcode = wire::Opcode::ack;
     s.bth.psn = psn_add(qp.rcv_cack, 1);
     s.aeth = {static_cast<std::uint8_t>(syndrome), msn & 0xFFFFFF};
-    g->plane = plane;
     finish_ctrl(*g, s);
     ++qp.stats.naks_sent;
 }

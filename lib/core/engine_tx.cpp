@@ -399,15 +399,10 @@ void Engine::send_probe(Qp& qp, BadEv& bad, TimeNs now) {
     bad.probe_sent_ns = now;
     bad.next_probe_ns = now + std::max<TimeNs>(bad.interval_ns, cfg_.probe_interval_ns);
     if (g == nullptr) return;
-    wire::FrameSpec& s = qp.ctrl_spec;
+    wire::FrameSpec& s = address_ctrl(qp, bad.plane, bad.ev, *g);
     s.bth.opcode = wire::Opcode::probe;
     s.bth.psn = qp.snd_nxt;
-    s.ev = bad.ev;
     s.peth = {bad.probe_id, bad.ev, qp.conn_id, static_cast<std::uint16_t>(qp.attr.dest_conn_id), ts_ticks(now), 0};
-    g->plane = bad.plane;
-    s.eth.src = cfg_.local_macs[bad.plane];
-    s.eth.dst = qp.attr.peer_macs[bad.plane];
-    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(bad.ev);
     finish_ctrl(*g, s);
     ++qp.stats.probes_sent;
 }

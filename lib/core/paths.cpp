@@ -103,28 +103,31 @@ bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng) {
     const std::uint32_t per_plane = static_cast<std::uint32_t>(slots_.size()) / planes_;
     if (++retire_streak_[s.plane] >= per_plane) {
         s.parked = true;
-        s.state = EvState::good;
-        s.last_acked_tx_seq = 0;
-        s.suspect_ns = 0;
-        s.loss_ewma = 0.0;
-        clear_tracked(slot);
+        reset_slot(slot, s.ev);
         return true;
     }
     // Replace from the same plane: a known-good backup first, else a fresh EV.
     auto it = std::find_if(backup_.begin(), backup_.end(),
                            [&](std::uint32_t ev) { return routing::ev_plane(ev) == s.plane; });
+    std::uint32_t replacement;
     if (it != backup_.end()) {
-        s.ev = *it;
+        replacement = *it;
         backup_.erase(it);
     } else {
-        s.ev = fresh_ev(s.plane, rng);
+        replacement = fresh_ev(s.plane, rng);
     }
+    reset_slot(slot, replacement);
+    return true;
+}
+
+void PathSet::reset_slot(std::size_t slot, std::uint32_t ev) noexcept {
+    EvSlot& s = slots_[slot];
+    s.ev = ev;
     s.state = EvState::good;
     s.last_acked_tx_seq = 0;
     s.suspect_ns = 0;
     s.loss_ewma = 0.0;
     clear_tracked(slot);
-    return true;
 }
 
 bool PathSet::deny(std::uint32_t ev, Rng& rng) {
@@ -133,11 +136,7 @@ bool PathSet::deny(std::uint32_t ev, Rng& rng) {
     std::erase_if(bad_, [&](const BadEv& b) { return b.ev == ev; });
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         if (slots_[i].ev != ev) continue;
-        slots_[i].ev = fresh_ev(slots_[i].plane, rng);
-        slots_[i].state = EvState::good;
-        slots_[i].last_acked_tx_seq = 0;
-        slots_[i].suspect_ns = 0;
-        clear_tracked(i);
+        reset_slot(i, fresh_ev(slots_[i].plane, rng));
         return true;
     }
     return false;

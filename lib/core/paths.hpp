@@ -122,6 +122,8 @@ public:
 
 private:
     std::uint32_t fresh_ev(std::uint32_t plane, Rng& rng);
+    /// Puts `ev` in the slot with a clean state (GOOD, no tracking, no loss history).
+    void reset_slot(std::size_t slot, std::uint32_t ev) noexcept;
 
     PathPolicy policy_ = PathPolicy::adaptive;
     std::uint32_t planes_ = 1;

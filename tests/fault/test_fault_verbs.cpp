@@ -250,7 +250,7 @@ TEST_CASE("row 17: deregister an MR while WRITEs and retransmits to it are in fl
         wcs.insert(wcs.end(), w.begin(), w.end());
         return wcs.size() == n / (256 << 10);
     }, 2'000'000'000));
-    CHECK(p.dst.all == snapshot);  // 0 bytes landed after deregister returned
+    CHECK((p.dst.all == snapshot));  // 0 bytes landed after deregister returned
     CHECK(p.dst.guards_intact());
     std::size_t access_errors = 0;
     for (const auto& w : wcs) access_errors += w.status == WcStatus::rem_access_err;
