@@ -62,7 +62,8 @@ TEST_CASE("row 1: 10% random loss on all paths, 1 GiB of WRITEs 4 KiB-8 MiB", "[
     TimeNs lossless_ns = 0;
     {
         LoopbackHarness h(2, fabric8(seed));
-        auto [a, b] = h.connect(0, 1, adaptive_attr());
+        const auto qpns = h.connect(0, 1, adaptive_attr());
+        const std::uint32_t a = qpns.first, b = qpns.second;
         (void)b;
         GuardedTransfer t = make_guarded(total, seed);
         const RunResult r = transfer(h, a, t, sizes, 32, 10'000'000'000);
@@ -74,7 +75,8 @@ TEST_CASE("row 1: 10% random loss on all paths, 1 GiB of WRITEs 4 KiB-8 MiB", "[
     loopback::Impairment imp;
     imp.loss.rate = 0.10;
     h.fabric.set_impairment_all(imp);
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     GuardedTransfer t = make_guarded(total, seed);
     const RunResult r = transfer(h, a, t, sizes, 32, 60'000'000'000);
@@ -106,7 +108,8 @@ TEST_CASE("row 2: bursty loss (bursts 4-32) plus 2% loss on the ACK direction on
     acks.loss.rate = 0.02;
     acks.loss.select = loopback::Select::control;
     h.fabric.set_impairment(1, 0, acks);
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     const std::size_t total = 256u << 20;
     const auto sizes = message_sizes(total, 4 << 10, 8 << 20, seed);
@@ -134,7 +137,8 @@ TEST_CASE("row 4: per-path delay skew 0-500 us, no loss: few spurious retransmit
     }
     QpAttr attr = adaptive_attr();
     attr.mpr = 32;  // 4096 packets: reorder depth up to the receive window
-    auto [a, b] = h.connect(0, 1, attr);
+    const auto qpns = h.connect(0, 1, attr);
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     const std::size_t total = 256u << 20;
     const auto sizes = message_sizes(total, 64 << 10, 8 << 20, seed);
@@ -157,7 +161,8 @@ TEST_CASE("row 7: 1% single-bit corruption anywhere", "[fault]") {
     imp.corrupt.rate = 0.01;
     imp.corrupt.anywhere = true;
     h.fabric.set_impairment_all(imp);
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     const std::size_t total = 128u << 20;
     const auto sizes = message_sizes(total, 4 << 10, 8 << 20, seed);
@@ -179,7 +184,8 @@ TEST_CASE("row 9: 5% of data packets trimmed on one plane", "[fault]") {
     imp.trim.rate = 0.05;
     imp.trim.size_bytes = 128;
     h.fabric.set_impairment(0, 1, 2, imp);
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     const std::size_t total = 128u << 20;
     const auto sizes = message_sizes(total, 4 << 10, 8 << 20, seed);
     GuardedTransfer t = make_guarded(total, seed);
@@ -201,7 +207,8 @@ TEST_CASE("row 10: one of 8 planes blackholed for 10 s, then restored", "[fault]
     const std::uint64_t seed = 1010;
     CAPTURE(seed);
     LoopbackHarness h(2, fabric8(seed));
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     // A steady stream: one 32 KiB WRITE every 200 µs for 12 s of virtual time.
     const TimeNs period = 200'000;
@@ -288,7 +295,8 @@ TEST_CASE("row 5: 5% duplication and late duplicates after the CQE while the buf
     QpAttr attr = adaptive_attr();
     QpCaps caps;
     caps.max_recv_wr = 1024;
-    auto [a, b] = h.connect(0, 1, attr, caps);
+    const auto qpns = h.connect(0, 1, attr, caps);
+    const std::uint32_t a = qpns.first, b = qpns.second;
     const TimeNs rto = h.engines[0]->config().ev_timeout_ns;
     loopback::Impairment imp;
     imp.duplicate.rate = 0.05;
@@ -323,7 +331,8 @@ TEST_CASE("row 6: WRITE_IMM chains under heavy reordering", "[fault]") {
     h.fabric.set_impairment(0, 1, imp);
     QpCaps caps;
     caps.max_recv_wr = 1024;
-    auto [a, b] = h.connect(0, 1, adaptive_attr(), caps);
+    const auto qpns = h.connect(0, 1, adaptive_attr(), caps);
+    const std::uint32_t a = qpns.first, b = qpns.second;
     const std::size_t total = 32u << 20;
     const auto sizes = message_sizes(total, 4 << 10, 2 << 20, seed);
     GuardedTransfer t = make_guarded(total, seed);
@@ -352,7 +361,8 @@ TEST_CASE("row 6: WRITE_IMM chains under heavy reordering", "[fault]") {
 
 TEST_CASE("row 8: truncated and malformed frames are dropped by reason without a state change", "[fault]") {
     LoopbackHarness h(2, fabric8(808));
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)a;
     GuardedTransfer t = make_guarded(64 << 10, 808);
     h.memory[1]->add(t.rkey, t.dst(), t.src.size());
@@ -418,7 +428,8 @@ TEST_CASE("row 11: port link down/up every 2 s for 60 s", "[fault]") {
     const std::uint64_t seed = 1111;
     CAPTURE(seed);
     LoopbackHarness h(2, fabric8(seed));
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     const TimeNs start = h.now, end = start + 61'000'000'000;
     for (int k = 0; k < 30; ++k) {
@@ -475,7 +486,8 @@ TEST_CASE("row 12: every path down longer than the retry budget", "[fault]") {
     QpAttr attr = adaptive_attr();
     attr.timeout_ns = 2'000'000;
     attr.retry_cnt = 4;
-    auto [a, b] = h.connect(0, 1, attr);
+    const auto qpns = h.connect(0, 1, attr);
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)b;
     loopback::Impairment dark;
     dark.blackhole = true;
@@ -531,7 +543,8 @@ std::vector<std::uint8_t> forge(const LoopbackHarness& h, wire::Opcode op, std::
 
 TEST_CASE("row 13: forged SACK/NACK/ACK are ignored and counted", "[fault]") {
     LoopbackHarness h(2, fabric8(1313));
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     GuardedTransfer t = make_guarded(1 << 20, 1313);
     h.memory[1]->add(t.rkey, t.dst(), t.src.size());
     // Put data in flight but deliver nothing back yet.
@@ -589,7 +602,8 @@ TEST_CASE("row 13: forged SACK/NACK/ACK are ignored and counted", "[fault]") {
 
 TEST_CASE("row 19: off-path spoofing writes nothing", "[fault]") {
     LoopbackHarness h(3, fabric8(1919));
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     (void)a;
     GuardedTransfer t = make_guarded(1 << 20, 1919);
     h.memory[1]->add(t.rkey, t.dst(), t.src.size());
@@ -653,7 +667,8 @@ TEST_CASE("row 21: PSN wrap with 1% reordering and delayed duplicates", "[fault]
     h.fabric.set_impairment(0, 1, imp);
     QpAttr attr = adaptive_attr();
     attr.mtu_bytes = 256;
-    auto [a, b] = h.connect(0, 1, attr);
+    const auto qpns = h.connect(0, 1, attr);
+    const std::uint32_t a = qpns.first, b = qpns.second;
     const std::size_t total = packets * 256;
     // The destination is reused every 16 MiB: a duplicate of an old PSN would land on newer data.
     const std::size_t window = std::min<std::size_t>(total, 16u << 20);
@@ -701,7 +716,8 @@ TEST_CASE("row 21: PSN wrap with 1% reordering and delayed duplicates", "[fault]
 
 TEST_CASE("row 23: WRITE_IMM with no receive posted for 50 ms", "[fault]") {
     LoopbackHarness h(2, fabric8(2323));
-    auto [a, b] = h.connect(0, 1, adaptive_attr());
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first, b = qpns.second;
     GuardedTransfer t = make_guarded(256 << 10, 2323);
     h.memory[1]->add(t.rkey, t.dst(), t.src.size());
     auto wrs = imm_requests(t, {t.src.size()});
