@@ -69,12 +69,17 @@ SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
 }
 
 Qp* Engine::qp_by_num(std::uint32_t qpn) noexcept {
-    Qp* qp = qps_[qpn & kQpIndexMask].get();
+    // Any 24-bit QPN can arrive from the wire: the index is checked against the table.
+    const std::uint32_t index = qpn & kQpIndexMask;
+    if (index >= qps_.size()) return nullptr;
+    Qp* qp = qps_[index].get();
     return (qp != nullptr && qp->qpn == qpn) ? qp : nullptr;
 }
 
 const Qp* Engine::find_qp(std::uint32_t qpn) const noexcept {
-    const Qp* qp = qps_[qpn & kQpIndexMask].get();
+    const std::uint32_t index = qpn & kQpIndexMask;
+    if (index >= qps_.size()) return nullptr;
+    const Qp* qp = qps_[index].get();
     return (qp != nullptr && qp->qpn == qpn) ? qp : nullptr;
 }
 

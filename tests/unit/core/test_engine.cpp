@@ -237,3 +237,24 @@ TEST_CASE("Engine::on_rx__forged_sack_is_ignored", "[unit][core]") {
     CHECK(pair.engines[0]->find_qp(a)->state == QpState::rts);
     (void)b;
 }
+
+TEST_CASE("Engine::on_rx__qpn_beyond_the_table_is_no_qp", "[unit][core]") {
+    // Regression (found by fuzz_engine_rx): the QPN's index bits address a
+    // table of max_qps entries; an index beyond it must not be read.
+    EnginePair pair;
+    auto [a, b] = pair.connect(fixed_window_attr());
+    (void)a;
+    (void)b;
+    wire::FrameSpec s;
+    s.ip.src = EnginePair::addr(0);
+    s.ip.dst = EnginePair::addr(1);
+    s.bth.opcode = wire::Opcode::write_only;
+    s.bth.dest_qp = 0x00FFF;  // index 4095 ≥ max_qps (1024)
+    std::vector<std::uint8_t> f(256);
+    std::size_t len = 0;
+    REQUIRE(wire::build_frame(f, s, {}, len) == wire::WireError::ok);
+    f.resize(len);
+    pair.engines[1]->on_rx(f, 0, pair.now);
+    CHECK(pair.engines[1]->stats().rx_drops[static_cast<std::size_t>(DropReason::no_qp)] == 1);
+    CHECK(pair.engines[1]->find_qp(0x00FFF) == nullptr);
+}
