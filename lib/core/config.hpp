@@ -88,7 +88,7 @@ struct QpAttr {
     wire::Ipv6Addr peer_addr{};         ///< peer NIC inner IPv6 address
     PlaneMacs peer_macs{};              ///< next-hop MAC per plane
     std::uint32_t peer_host = 0;        ///< srv6 mode: peer host index in the fabric
-    std::uint32_t mtu_bytes = 4096;     ///< payload per packet: 256..4096, multiple of 64
+    std::uint32_t mtu_bytes = 4096;     ///< payload per packet: 64..4096, a multiple of 64
     std::uint32_t mpr = 8;              ///< receive window in units of 128 packets (1..32)
     PathPolicy policy = PathPolicy::adaptive;
     std::uint32_t evs = 128;            ///< active EVs, split equally over planes (≥ planes)
