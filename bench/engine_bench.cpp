@@ -72,7 +72,7 @@ struct Setup {
     Sink sink;
     std::uint32_t qpn[2] = {0, 0};
 
-    Setup(std::uint32_t planes, std::uint32_t evs, core::PathPolicy policy, std::size_t sink_bytes)
+    Setup(std::uint32_t planes, std::uint32_t evs, core::PathPolicy policy, std::size_t sink_bytes, bool icrc = true)
         : fabric(config(planes)), sink(sink_bytes) {
         for (std::uint32_t i = 0; i < 2; ++i) {
             core::EngineConfig c;
@@ -80,6 +80,7 @@ struct Setup {
             c.seed = i + 1;
             for (std::uint32_t p = 0; p < planes; ++p) c.local_macs[p] = loopback::Fabric::mac(i, p);
             c.local_addr = addr(i);
+            c.compute_icrc = c.verify_icrc = icrc;  // false: as a NIC that offloads the ICRC
             ep[i].engine = std::make_unique<core::Engine>(c, i == 1 ? &sink : nullptr);
             ep[i].driver = fabric.attach(i);
         }
@@ -169,9 +170,10 @@ void BM_write_8B_packet_rate(benchmark::State& st) {
 
 void BM_write_1MiB(benchmark::State& st) {
     const auto policy = static_cast<core::PathPolicy>(st.range(0));
+    const bool icrc = st.range(1) != 0;
     const std::uint32_t evs = policy == core::PathPolicy::ecmp ? 8 : 128;
     const std::size_t msg = 1u << 20;
-    Setup s(8, evs, policy, msg);
+    Setup s(8, evs, policy, msg, icrc);
     std::vector<std::uint8_t> src(msg, 0xA5), copy(msg);
     const std::size_t messages = 64;
     double secs = 0, memcpy_secs = 0;
@@ -198,10 +200,11 @@ void BM_write_1MiB(benchmark::State& st) {
 
 BENCHMARK(BM_write_8B_packet_rate)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_write_1MiB)
-    ->Arg(static_cast<int>(core::PathPolicy::spray))
-    ->Arg(static_cast<int>(core::PathPolicy::adaptive))
-    ->Arg(static_cast<int>(core::PathPolicy::ecmp))
-    ->ArgName("policy")
+    ->Args({static_cast<int>(core::PathPolicy::spray), 1})
+    ->Args({static_cast<int>(core::PathPolicy::adaptive), 1})
+    ->Args({static_cast<int>(core::PathPolicy::ecmp), 1})
+    ->Args({static_cast<int>(core::PathPolicy::adaptive), 0})
+    ->ArgNames({"policy", "icrc"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
