@@ -116,6 +116,40 @@ private:
     std::size_t next_ = 0;
 };
 
+/// One WRITE of all of `t` every `period_ns` from now until `end_ns`: a steady stream.
+class SteadyStream {
+public:
+    SteadyStream(LoopbackHarness& h, std::uint32_t endpoint, std::uint32_t qpn, GuardedTransfer& t,
+                 core::TimeNs period_ns, core::TimeNs end_ns)
+        : h_(h), ep_(endpoint), qpn_(qpn), t_(t), period_(period_ns), end_(end_ns), next_(h.now) {}
+    void pump() {
+        while (h_.now >= next_ && next_ < end_) {
+            core::SendRequest r = write_requests(t_, {t_.src.size()}, posted_++)[0];
+            REQUIRE(h_.engines[ep_]->submit(core::CmdPostSend{qpn_, std::span(&r, 1)}, h_.now).err == 0);
+            next_ += period_;
+        }
+    }
+    /// When pump() next has work (the harness's next_hint).
+    [[nodiscard]] core::TimeNs next_ns() const { return next_ < end_ ? next_ : end_; }
+    [[nodiscard]] std::uint64_t posted() const { return posted_; }
+
+private:
+    LoopbackHarness& h_;
+    std::uint32_t ep_, qpn_;
+    GuardedTransfer& t_;
+    core::TimeNs period_, end_, next_;
+    std::uint64_t posted_ = 0;
+};
+
+/// Data packets QP `qpn` of endpoint `ep` has sent on `plane` (per-EV counters).
+inline std::uint64_t sent_on_plane(const LoopbackHarness& h, std::uint32_t ep, std::uint32_t qpn, std::uint8_t plane) {
+    std::uint64_t n = 0;
+    const auto* qp = h.engines[ep]->find_qp(qpn);
+    for (std::size_t s = 0; s < qp->paths.size(); ++s)
+        if (qp->paths.slot(s).plane == plane) n += qp->paths.slot(s).counters.sent;
+    return n;
+}
+
 /// Exactly one completion per WR id in [0, n), all with `status`.
 inline void check_one_completion_each(const std::vector<core::Completion>& wcs, std::size_t n,
                                       core::WcStatus status = core::WcStatus::success) {

@@ -219,36 +219,20 @@ TEST_CASE("row 10: one of 8 planes blackholed for 10 s, then restored", "[fault]
     h.fabric.schedule_impairment(t_restore, 0, 1, 4, loopback::Impairment{});
     GuardedTransfer t = make_guarded(32 << 10, seed);
     h.memory[1]->add(t.rkey, t.dst(), t.src.size());
-    TimeNs next_post = h.now;
-    std::uint64_t posted = 0;
+    SteadyStream stream(h, 0, a, t, period, t_end);
     std::vector<TimeNs> completion_times;
     std::size_t seen = 0;
     TimeNs plane_back_ns = 0;
     std::uint64_t sent_on_plane_at_restore = 0;
-    auto sent_on_plane = [&] {
-        std::uint64_t n = 0;
-        const auto* qp = h.engines[0]->find_qp(a);
-        for (std::size_t s = 0; s < qp->paths.size(); ++s)
-            if (qp->paths.slot(s).plane == 4) n += qp->paths.slot(s).counters.sent;
-        return n;
-    };
     h.run([&] { return h.now >= t_end; }, t_end + 1, [&] {
-        while (h.now >= next_post && next_post < t_end) {
-            core::SendRequest r = write_requests(t, {t.src.size()}, posted++)[0];
-            const auto* q = h.engines[0]->find_qp(a);
-            INFO("sq " << q->sq_count << "/" << q->sq_unsegmented << " posted " << posted << " now " << h.now << " una " << q->snd_una << " nxt " << q->snd_nxt << " resend " << q->resend.size()
-                        << " inflight " << q->inflight_bytes << " parked " << q->paths.parked() << " bad "
-                        << q->paths.bad().size() << " evto " << q->stats.ev_timeouts << " sent " << q->stats.data_pkts_sent
-                        << " resent " << q->stats.data_pkts_resent << " probes " << q->stats.probes_sent << " answers "
-                        << q->stats.probe_answers << " next_scan " << q->next_scan_ns << " cwnd " << q->cc->window_bytes());
-            REQUIRE(h.engines[0]->submit(CmdPostSend{a, std::span(&r, 1)}, h.now).err == 0);
-            next_post += period;
-        }
+        stream.pump();
         for (; seen < h.completions[0].size(); ++seen) completion_times.push_back(h.now);
-        if (h.now >= t_restore && sent_on_plane_at_restore == 0) sent_on_plane_at_restore = sent_on_plane() + 1;
-        if (plane_back_ns == 0 && sent_on_plane_at_restore != 0 && sent_on_plane() + 1 > sent_on_plane_at_restore + 8)
+        const std::uint64_t sent4 = sent_on_plane(h, 0, a, 4);
+        if (h.now >= t_restore && sent_on_plane_at_restore == 0) sent_on_plane_at_restore = sent4 + 1;
+        if (plane_back_ns == 0 && sent_on_plane_at_restore != 0 && sent4 + 1 > sent_on_plane_at_restore + 8)
             plane_back_ns = h.now;
-    }, [&] { return next_post < t_end ? next_post : std::min(t_end, kNever); });
+    }, [&] { return stream.next_ns(); });
+    const std::uint64_t posted = stream.posted();
     for (const auto& c : h.completions[0]) REQUIRE(c.status == WcStatus::success);
     CHECK(h.engines[0]->qp_info(a).state == QpState::rts);
     TimeNs max_gap = 0;
@@ -438,36 +422,25 @@ TEST_CASE("row 11: port link down/up every 2 s for 60 s", "[fault]") {
     }
     GuardedTransfer t = make_guarded(32 << 10, seed);
     h.memory[1]->add(t.rkey, t.dst(), t.src.size());
-    const TimeNs period = 2'000'000;
-    TimeNs next_post = start;
-    std::uint64_t posted = 0, sent_while_down = 0, peer_told = 0, down_events = 0;
-    std::uint64_t last_sent_plane3 = 0;
+    SteadyStream stream(h, 0, a, t, 2'000'000, end);
+    std::uint64_t sent_while_down = 0, peer_told = 0, down_events = 0, last_sent_plane3 = 0;
     bool was_down = false;
-    auto sent_on_plane3 = [&] {
-        std::uint64_t n = 0;
-        const auto* qp = h.engines[0]->find_qp(a);
-        for (std::size_t s = 0; s < qp->paths.size(); ++s)
-            if (qp->paths.slot(s).plane == 3) n += qp->paths.slot(s).counters.sent;
-        return n;
-    };
     h.run([&] { return h.now >= end; }, end + 1, [&] {
-        while (h.now >= next_post && next_post < end) {
-            core::SendRequest r = write_requests(t, {t.src.size()}, posted++)[0];
-            REQUIRE(h.engines[0]->submit(CmdPostSend{a, std::span(&r, 1)}, h.now).err == 0);
-            next_post += period;
-        }
+        stream.pump();
         const bool down = !(h.engines[0]->local_plane_mask() & (1u << 3));
+        const std::uint64_t sent3 = sent_on_plane(h, 0, a, 3);
         if (down && !was_down) {
             ++down_events;
-            last_sent_plane3 = sent_on_plane3();
+            last_sent_plane3 = sent3;
         }
         if (down) {
-            sent_while_down += sent_on_plane3() - last_sent_plane3;
-            last_sent_plane3 = sent_on_plane3();
+            sent_while_down += sent3 - last_sent_plane3;
+            last_sent_plane3 = sent3;
             if (!(h.engines[1]->peer_plane_mask(LoopbackHarness::addr(0)) & (1u << 3))) ++peer_told;
         }
         was_down = down;
-    }, [&] { return next_post < end ? next_post : end; });
+    }, [&] { return stream.next_ns(); });
+    const std::uint64_t posted = stream.posted();
     CHECK(down_events == 30);
     CHECK(sent_while_down == 0);  // the port's EVs leave the active set on the first event
     CHECK(peer_told > 0);         // the peer learnt the plane is down
