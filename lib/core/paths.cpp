@@ -84,6 +84,7 @@ void PathSet::mark_skip(std::size_t slot) noexcept {
     if (policy_ != PathPolicy::adaptive) return;
     slots_[slot].state = EvState::skip;
     slots_[slot].skip_rotation = rotation_;
+    ++slots_[slot].counters.skips;
 }
 
 bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng) {

@@ -30,6 +30,7 @@ struct EvCounters {
     std::uint64_t ecn = 0;
     std::uint64_t trims = 0;
     std::uint64_t retirements = 0;
+    std::uint64_t skips = 0;      ///< GOOD → SKIP transitions (ECN echo, trim)
 };
 
 struct EvSlot {

@@ -22,7 +22,7 @@ nlohmann::json ev_json(std::size_t slot, const core::EvSlot& s) {
             {"state", core::to_string(s.state)},
             {"sent", c.sent},     {"acked", c.acked},   {"lost", c.lost},
             {"timeouts", c.timeouts}, {"ecn", c.ecn},   {"trims", c.trims},
-            {"retirements", c.retirements}};
+            {"retirements", c.retirements}, {"skips", c.skips}, {"parked", s.parked}};
 }
 
 }  // namespace
@@ -96,6 +96,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
               {"backups", qp.paths.backups()},
               {"retirements", qp.paths.retirements()},
               {"restorations", qp.paths.restorations()},
+              {"parked", qp.paths.parked()},
               {"assumed_bad", std::move(bad)},
               {"evs", std::move(evs)}}}};
 }
