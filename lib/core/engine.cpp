@@ -44,7 +44,7 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
     cfg_.planes = std::clamp<std::uint32_t>(cfg_.planes, 1, kMaxPlanes);
     cfg_.max_qps = std::clamp<std::uint32_t>(cfg_.max_qps, 1, kQpIndexMask + 1);
     qps_.resize(cfg_.max_qps);
-    local_up_ = (cfg_.planes >= 32) ? ~0u : ((1u << cfg_.planes) - 1);
+    local_up_ = all_planes();
 }
 
 Engine::~Engine() = default;
@@ -312,7 +312,7 @@ SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
         }
     }
     send_port_status(now);
-    port_status_next_ns_ = (local_up_ != ((1u << cfg_.planes) - 1)) ? now + cfg_.port_status_repeat_ns : kNever;
+    port_status_next_ns_ = (local_up_ != all_planes()) ? now + cfg_.port_status_repeat_ns : kNever;
     return {kOk};
 }
 
@@ -387,7 +387,7 @@ void Engine::on_timer(TimeNs now) {
     }
     if (port_status_next_ns_ <= now) {
         send_port_status(now);
-        port_status_next_ns_ = (local_up_ != ((1u << cfg_.planes) - 1)) ? now + cfg_.port_status_repeat_ns : kNever;
+        port_status_next_ns_ = (local_up_ != all_planes()) ? now + cfg_.port_status_repeat_ns : kNever;
     }
 }
 

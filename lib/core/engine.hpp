@@ -92,6 +92,8 @@ private:
     void complete(const Completion& c) { completions_.push_back(c); }
     void prepare_specs(Qp& qp);
     std::uint32_t usable_planes(const Qp& qp) const noexcept;
+    /// Bit per configured plane.
+    [[nodiscard]] std::uint32_t all_planes() const noexcept { return (1u << cfg_.planes) - 1; }  // planes ≤ 15
 
     // engine_tx.cpp: sender
     bool send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now);

@@ -468,19 +468,21 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
         }
         qp.infer_pending.resize(keep);
     }
-    // 3. Safety net for packets the per-EV rings could not track.
+    // 3. Safety net for packets the per-EV rings could not track: a sweep of
+    // the whole window, at most every half EV timeout (it is O(window), and
+    // the timers above run far more often).
     if (qp.snd_una != qp.snd_nxt) {
-        const TimeNs late = timeout + timeout / 2;
-        for (std::uint32_t psn = qp.snd_una; psn != qp.snd_nxt; psn = psn_add(psn, 1)) {
-            TxPkt& p = qp.pkt(psn);
-            if (p.acked || p.lost || p.tx_count == 0) continue;
-            if (p.sent_ns + late <= now) {
+        if (now >= qp.next_sweep_ns) {
+            const TimeNs late = timeout + timeout / 2;
+            for (std::uint32_t psn = qp.snd_una; psn != qp.snd_nxt; psn = psn_add(psn, 1)) {
+                TxPkt& p = qp.pkt(psn);
+                if (p.acked || p.lost || p.tx_count == 0 || p.sent_ns + late > now) continue;
                 mark_lost(qp, psn, false);
                 ++qp.stats.losses_timeout;
-            } else {
-                next = std::min(next, p.sent_ns + late);
             }
+            qp.next_sweep_ns = now + timeout / 2;
         }
+        next = std::min(next, qp.next_sweep_ns);
         // 4. Retry budget: no progress for timeout · (retry_cnt + 1).
         const TimeNs budget = qp.attr.timeout_ns * (qp.attr.retry_cnt + 1);
         if (now >= qp.last_progress_ns + budget) {

@@ -85,14 +85,15 @@ struct Qp {
     TimeNs rtt_recent_max_ns = 0;   ///< largest recent RTT sample (decays 1/64 per sample): reorder window
     TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
     TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
+    TimeNs next_sweep_ns = 0;       ///< next QP-wide sweep for untracked overdue packets (at most every half EV timeout)
     wire::FrameSpec data_spec{};    ///< headers shared by this QP's data packets
     wire::FrameSpec ctrl_spec{};    ///< headers shared by this QP's control packets
     routing::UsidTemplate usid_template{};
 
     // ---- receiver ----
     std::uint32_t rcv_cack = 0;     ///< every PSN ≤ this has been received (rq_psn − 1 at start)
-    std::vector<std::uint64_t> rcv_bitmap;  ///< window bits, index psn % rcv_window
-    std::uint32_t rcv_window = 0;   ///< packets: mpr · 128
+    std::vector<std::uint64_t> rcv_bitmap;  ///< window bits, index psn & (rcv_window − 1)
+    std::uint32_t rcv_window = 0;   ///< packets: mpr · 128, a power of two (mpr is one)
     std::uint64_t rcvd_bytes = 0;
     std::uint32_t ack_pending = 0;  ///< data packets since the last SACK
     TimeNs ack_deadline = kNever;
@@ -107,11 +108,11 @@ struct Qp {
 
     [[nodiscard]] TxPkt& pkt(std::uint32_t psn) noexcept { return pkts[psn & pkt_mask]; }
     [[nodiscard]] bool rcv_bit(std::uint32_t psn) const noexcept {
-        const std::uint32_t i = psn % rcv_window;
+        const std::uint32_t i = psn & (rcv_window - 1);
         return (rcv_bitmap[i / 64] >> (i % 64)) & 1u;
     }
     void set_rcv_bit(std::uint32_t psn, bool v) noexcept {
-        const std::uint32_t i = psn % rcv_window;
+        const std::uint32_t i = psn & (rcv_window - 1);
         if (v) rcv_bitmap[i / 64] |= (1ull << (i % 64));
         else rcv_bitmap[i / 64] &= ~(1ull << (i % 64));
     }

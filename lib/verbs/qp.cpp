@@ -154,6 +154,29 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     return r.err;
 }
 
+namespace {
+
+/// Hands the WRs that passed validation (the first `valid` ones) to the
+/// engine. The engine's refusal, if any, names an earlier WR than the
+/// validation error, so it wins; *bad_wr gets the index of the first WR not
+/// accepted.
+template <class Cmd>
+int submit_valid_prefix(detail::DeviceCore& core, const Cmd& cmd, std::size_t valid, int err, std::size_t* bad_wr) {
+    std::size_t bad = valid;
+    if (valid != 0) {
+        const core::SubmitResult res = core.engine->submit(cmd, core.now());
+        core.loop->kick();
+        if (res.err != 0) {
+            err = res.err;
+            bad = res.bad_index;
+        }
+    }
+    if (err != 0 && bad_wr != nullptr) *bad_wr = bad;
+    return err;
+}
+
+}  // namespace
+
 int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
     auto& reqs = core_->send_scratch;
     reqs.clear();
@@ -189,17 +212,7 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
         r.is_inline = is_inline;
         reqs.push_back(r);
     }
-    std::size_t bad = reqs.size();
-    if (!reqs.empty()) {
-        const core::SubmitResult res = core_->engine->submit(core::CmdPostSend{qpn_, reqs}, core_->now());
-        core_->loop->kick();
-        if (res.err != 0) {
-            err = res.err;
-            bad = res.bad_index;
-        }
-    }
-    if (err != 0 && bad_wr != nullptr) *bad_wr = bad;
-    return err;
+    return submit_valid_prefix(*core_, core::CmdPostSend{qpn_, reqs}, reqs.size(), err, bad_wr);
 }
 
 int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
@@ -221,17 +234,7 @@ int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
         }
         reqs.push_back({w.wr_id, static_cast<std::uint32_t>(total)});
     }
-    std::size_t bad = reqs.size();
-    if (!reqs.empty()) {
-        const core::SubmitResult res = core_->engine->submit(core::CmdPostRecv{qpn_, reqs}, core_->now());
-        core_->loop->kick();
-        if (res.err != 0) {
-            err = res.err;
-            bad = res.bad_index;
-        }
-    }
-    if (err != 0 && bad_wr != nullptr) *bad_wr = bad;
-    return err;
+    return submit_valid_prefix(*core_, core::CmdPostRecv{qpn_, reqs}, reqs.size(), err, bad_wr);
 }
 
 int Qp::deny_ev(std::uint32_t ev) {

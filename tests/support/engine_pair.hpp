@@ -6,35 +6,14 @@
 
 #include <cstring>
 #include <functional>
-#include <map>
 #include <queue>
 #include <vector>
 
 #include "core/engine.hpp"
+#include "support/engine_connect.hpp"
+#include "support/guarded_memory.hpp"
 
 namespace omrc::test {
-
-/// A tiny MR table: one buffer per rkey, all in PD 1, REMOTE_WRITE.
-class TestMemory final : public core::PlacementTarget {
-public:
-    void add(std::uint32_t rkey, std::vector<std::uint8_t>* buf) { mrs_[rkey] = buf; }
-    void remove(std::uint32_t rkey) { mrs_.erase(rkey); }
-    core::PlaceStatus place(std::uint32_t, std::uint32_t rkey, std::uint64_t va,
-                            std::span<const std::uint8_t> bytes) override {
-        auto it = mrs_.find(rkey);
-        if (it == mrs_.end()) return core::PlaceStatus::bad_rkey;
-        auto base = reinterpret_cast<std::uint64_t>(it->second->data());
-        if (va < base || bytes.size() > it->second->size() || va - base > it->second->size() - bytes.size())
-            return core::PlaceStatus::out_of_bounds;
-        if (!bytes.empty()) std::memcpy(reinterpret_cast<void*>(va), bytes.data(), bytes.size());
-        ++writes;
-        return core::PlaceStatus::ok;
-    }
-    std::uint64_t writes = 0;
-
-private:
-    std::map<std::uint32_t, std::vector<std::uint8_t>*> mrs_;
-};
 
 struct InFlight {
     core::TimeNs at = 0;
@@ -61,46 +40,18 @@ public:
             c.seed = base.seed * 2 + static_cast<std::uint64_t>(i) + 1;
             for (std::uint32_t p = 0; p < core::kMaxPlanes; ++p)
                 c.local_macs[p] = {0x02, 0x6d, 0x72, 0x63, static_cast<std::uint8_t>(p), static_cast<std::uint8_t>(i)};
-            c.local_addr = addr(i);
+            c.local_addr = endpoint_addr(static_cast<std::uint32_t>(i));
             c.local_host = static_cast<std::uint32_t>(i);
             engines[i] = std::make_unique<core::Engine>(c, &memory[i]);
         }
     }
-    static wire::Ipv6Addr addr(int i) {
-        wire::Ipv6Addr a{0xfd, 0x00, 0x6f, 0x6d};
-        a[15] = static_cast<std::uint8_t>(i + 1);
-        return a;
-    }
+    static wire::Ipv6Addr addr(int i) { return endpoint_addr(static_cast<std::uint32_t>(i)); }
 
-    /// Creates and connects one QP on each side; returns {qpn_a, qpn_b}.
+    /// Creates and connects one QP on each side (first PSNs 100 and 101); returns {qpn_a, qpn_b}.
     std::pair<std::uint32_t, std::uint32_t> connect(core::QpAttr attr = {}, core::QpCaps caps = {}) {
-        std::uint32_t qpn[2];
-        for (int i = 0; i < 2; ++i) {
-            auto r = engines[i]->submit(core::CmdCreateQp{caps}, now);
-            qpn[i] = r.qpn;
-            core::QpAttr init{};
-            init.access_flags = core::kAccessRemoteWrite | core::kAccessLocalWrite;
-            init.pd = 1;
-            engines[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, now);
-        }
-        for (int i = 0; i < 2; ++i) {
-            core::QpAttr a = attr;
-            a.dest_qp_num = qpn[1 - i];
-            a.dest_conn_id = engines[1 - i]->qp_info(qpn[1 - i]).conn_id;
-            a.rq_psn = 100 + static_cast<std::uint32_t>(1 - i);
-            a.sq_psn = 100 + static_cast<std::uint32_t>(i);
-            a.peer_addr = addr(1 - i);
-            a.peer_host = static_cast<std::uint32_t>(1 - i);
-            for (std::uint32_t p = 0; p < core::kMaxPlanes; ++p)
-                a.peer_macs[p] = {0x02, 0x6d, 0x72, 0x63, static_cast<std::uint8_t>(p), static_cast<std::uint8_t>(1 - i)};
-            const std::uint32_t mask = core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu |
-                                       core::kAttrMpr;
-            REQUIRE(engines[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, mask}, now).err == 0);
-            REQUIRE(engines[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a,
-                                                         core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt | core::kAttrCc},
-                                       now).err == 0);
-        }
-        return {qpn[0], qpn[1]};
+        const EngineEnd x{engines[0].get(), 0, engines[0]->config().local_macs};
+        const EngineEnd y{engines[1].get(), 1, engines[1]->config().local_macs};
+        return connect_engines(x, y, 100, 101, attr, caps, now);
     }
 
     /// Moves frames and time until `done()` or `until_ns` of virtual time.
@@ -155,7 +106,7 @@ public:
     }
 
     std::unique_ptr<core::Engine> engines[2];
-    TestMemory memory[2];
+    GuardedMemory memory[2];
     std::vector<core::Completion> completions[2];
     core::TimeNs now = 1'000'000;
     Hook hook;

@@ -26,11 +26,13 @@ public:
                 return core::PlaceStatus::out_of_bounds;
             if (!bytes.empty()) std::memcpy(reinterpret_cast<void*>(va), bytes.data(), bytes.size());
             placed_bytes += bytes.size();
+            ++writes;
             return core::PlaceStatus::ok;
         }
         return core::PlaceStatus::bad_rkey;
     }
     std::uint64_t placed_bytes = 0;
+    std::uint64_t writes = 0;  ///< successful place() calls
 
 private:
     struct Region {

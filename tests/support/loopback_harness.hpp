@@ -11,6 +11,7 @@
 
 #include "core/engine.hpp"
 #include "drivers/loopback/loopback.hpp"
+#include "support/engine_connect.hpp"
 #include "support/guarded_memory.hpp"
 
 namespace omrc::test {
@@ -40,45 +41,15 @@ public:
         f.mode = loopback::ClockMode::virtual_clock;
         return f;
     }
-    static wire::Ipv6Addr addr(std::uint32_t i) {
-        wire::Ipv6Addr a{0xfd, 0x00, 0x6f, 0x6d};
-        a[15] = static_cast<std::uint8_t>(i + 1);
-        return a;
-    }
+    static wire::Ipv6Addr addr(std::uint32_t i) { return endpoint_addr(i); }
 
-    /// Creates and connects a QP between endpoints x and y.
+    /// Creates and connects a QP between endpoints x and y, first PSNs just
+    /// before the 24-bit wrap (0xFFFF00 and 0xFFFF10).
     std::pair<std::uint32_t, std::uint32_t> connect(std::uint32_t x, std::uint32_t y, core::QpAttr attr = {},
                                                     core::QpCaps caps = {}) {
-        const std::uint32_t ends[2] = {x, y};
-        std::uint32_t qpn[2];
-        for (int i = 0; i < 2; ++i) {
-            qpn[i] = engines[ends[i]]->submit(core::CmdCreateQp{caps}, now).qpn;
-            core::QpAttr init{};
-            init.access_flags = core::kAccessRemoteWrite | core::kAccessLocalWrite;
-            init.pd = 1;
-            engines[ends[i]]->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, now);
-        }
-        for (int i = 0; i < 2; ++i) {
-            core::QpAttr a = attr;
-            const std::uint32_t peer = ends[1 - i];
-            a.dest_qp_num = qpn[1 - i];
-            a.dest_conn_id = engines[peer]->qp_info(qpn[1 - i]).conn_id;
-            a.rq_psn = 0xFFFF00 + static_cast<std::uint32_t>(1 - i) * 16;  // close to the 24-bit wrap
-            a.sq_psn = 0xFFFF00 + static_cast<std::uint32_t>(i) * 16;
-            a.peer_addr = addr(peer);
-            a.peer_host = peer;
-            for (std::uint32_t p = 0; p < fabric.config().planes; ++p) a.peer_macs[p] = loopback::Fabric::mac(peer, p);
-            const std::uint32_t mask = core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu |
-                                       core::kAttrMpr;
-            if (engines[ends[i]]->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, mask}, now).err != 0)
-                throw std::runtime_error("RTR failed");
-            if (engines[ends[i]]->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a,
-                                                          core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt |
-                                                              core::kAttrCc},
-                                        now).err != 0)
-                throw std::runtime_error("RTS failed");
-        }
-        return {qpn[0], qpn[1]};
+        const EngineEnd ex{engines[x].get(), x, engines[x]->config().local_macs};
+        const EngineEnd ey{engines[y].get(), y, engines[y]->config().local_macs};
+        return connect_engines(ex, ey, 0xFFFF00, 0xFFFF10, attr, caps, now);
     }
 
     /// One pass over every endpoint at the current time.

@@ -29,7 +29,7 @@ Transfer make_transfer(EnginePair& pair, std::size_t bytes, std::uint64_t seed) 
     std::mt19937_64 rng(seed);
     for (auto& b : t.src) b = static_cast<std::uint8_t>(rng());
     t.dst.assign(bytes, 0);
-    pair.memory[1].add(t.rkey, &t.dst);
+    pair.memory[1].add(t.rkey, t.dst.data(), t.dst.size());
     return t;
 }
 

@@ -132,3 +132,50 @@ TEST_CASE("PathSet::deny__never_handed_out_again", "[unit][core]") {
     for (std::size_t i = 0; i < s.size(); ++i) CHECK(s.slot(i).ev != ev);
     CHECK_FALSE(s.deny(ev, rng));
 }
+
+TEST_CASE("PathSet::retire__a_failed_plane_is_parked_and_a_probe_answer_brings_it_back", "[unit][core]") {
+    Rng rng(6);
+    PathSet s = make(PathPolicy::adaptive, 2, 4);  // slots 0, 2 on plane 0; 1, 3 on plane 1
+    REQUIRE(s.slot(0).plane == 0);
+    REQUIRE(s.slot(2).plane == 0);
+    // A plane's worth of retirements in a row with no acknowledgement on the plane.
+    REQUIRE(s.retire(0, 0, rng));
+    CHECK(s.parked() == 0);  // first one: replaced by a fresh EV
+    REQUIRE(s.retire(2, 0, rng));
+    CHECK(s.slot(2).parked);
+    REQUIRE(s.retire(0, 0, rng));
+    CHECK(s.parked() == 2);
+    for (int i = 0; i < 16; ++i) CHECK(s.slot(static_cast<std::size_t>(s.select(3))).plane == 1);
+    // An acknowledgement on the plane resets the run; a probe answer unparks it.
+    BadEv* b = s.probe_due(0);
+    REQUIRE(b != nullptr);
+    REQUIRE(b->plane == 0);
+    b->probe_id = 0x77;
+    const std::uint32_t probed = b->ev;
+    (void)s.on_probe_answer(probed, 0x77, 3, rng);
+    CHECK(s.parked() == 0);
+    CHECK(omrc::routing::ev_plane(s.slot(0).ev) == 0);
+    CHECK(omrc::routing::ev_plane(s.slot(2).ev) == 0);
+}
+
+TEST_CASE("PathSet::expire_probes__unanswered_probes_back_off_to_the_cap", "[unit][core]") {
+    Rng rng(7);
+    PathSet s = make(PathPolicy::adaptive);
+    s.set_probe_intervals(50'000, 400'000);
+    s.retire(0, 0, rng);
+    TimeNs now = 0;
+    std::vector<TimeNs> gaps;
+    for (int i = 0; i < 6; ++i) {
+        BadEv* b = s.probe_due(now);
+        if (b == nullptr) {
+            now = s.next_probe_ns();
+            b = s.probe_due(now);
+        }
+        REQUIRE(b != nullptr);
+        b->probe_id = 1;
+        b->probe_sent_ns = now;
+        s.expire_probes(now + 1'000, 1'000);  // never answered
+        gaps.push_back(s.bad().front().next_probe_ns - now);
+    }
+    CHECK(gaps == std::vector<TimeNs>{100'000, 200'000, 400'000, 400'000, 400'000, 400'000});
+}
