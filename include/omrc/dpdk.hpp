@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The DPDK driver ("dpdk"): one rte_ethdev port per plane. It lives in its
+// own library (libomrc_dpdk) so that libomrc and its users never depend on
+// DPDK; an application that wants it links libomrc_dpdk and registers it.
+//
+//   omrc::dpdk::register_driver();
+//   omrc::DeviceOptions o;
+//   o.args["eal"] = "--no-huge -m 512 --vdev net_memif0,role=server,socket=/run/a.sock";
+//   auto dev = omrc::Device::open("dpdk", o);
+//
+// Driver arguments (DeviceOptions::args), all optional:
+//   eal       EAL arguments, split at white space (default: $OMRC_EAL_ARGS, else
+//             "--no-huge -m 512 --no-pci"); "--file-prefix omrc-<pid>-<n>" and
+//             "--proc-type primary" are added unless given. Ignored when the
+//             application already initialised the EAL (the driver attaches).
+//   ports     comma-separated port ids or device names, one per plane, in plane
+//             order (default: every available port, in port-id order)
+//   rx_desc, tx_desc   descriptors per queue (default 1024)
+//   mbufs     mbufs in the driver's pool (default: sized from the port count
+//             and descriptor rings)
+//   zero_copy 1 (default) transmits payload straight from registered memory
+//             as external buffers; 0 copies every frame into its mbuf
+#pragma once
+
+namespace omrc::dpdk {
+
+/// Makes "dpdk" available to omrc::Device::open(). Idempotent and thread-safe;
+/// returns 0.
+int register_driver();
+
+}  // namespace omrc::dpdk
