@@ -2,6 +2,8 @@
 # Every dependency comes from a Debian 12 package (scripts/deps installs them).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+# DPDK is optional: without it the "dpdk" driver and its tests are not built.
+pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
 find_package(fmt 9 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)

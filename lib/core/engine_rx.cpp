@@ -25,6 +25,7 @@ void Engine::finish_ctrl(wire::GatherFrame& g, const wire::FrameSpec& spec) {
     (void)wire::build_headers(g.header, spec, 0, hlen);
     g.header_len = static_cast<std::uint16_t>(hlen);
     g.segment_count = 0;
+    g.payload_in_engine_memory = false;
     const std::uint32_t crc = cfg_.compute_icrc ? wire::frame_icrc(std::span(g.header).first(hlen), cfg_.mode, {}) : 0;
     wire::store_le32(g.tail.data(), crc);
     g.tail_len = 4;

@@ -97,6 +97,7 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     out.plane = plane;
     // Gather the payload straight from the SGEs covering [offset, offset+len).
     out.segment_count = 0;
+    out.payload_in_engine_memory = m.req.is_inline;
     std::uint32_t skip = p.offset, want = p.len;
     for (std::size_t i = 0; i < m.req.sge_count && want > 0; ++i) {
         const SgePiece& sge = m.req.sges[i];

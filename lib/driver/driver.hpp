@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "wire/gather_frame.hpp"
 
@@ -56,9 +58,13 @@ public:
     /// until tx_release_count() says they were released.
     virtual std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) = 0;
 
-    /// Frames accepted by tx_burst whose payload memory the driver no longer
-    /// references, counted since the driver was created. Copying drivers
-    /// release at once.
+    /// Release watermark: the first tx_release_count() frames accepted by
+    /// tx_burst (in acceptance order, counted since the driver was created)
+    /// no longer reference their payload memory. It is a contiguous prefix:
+    /// a driver whose frames complete out of order (several ports) advances
+    /// it only past frames that are all released. Copying drivers release
+    /// at once. The runtime holds a send WR's completion until the
+    /// watermark passes every frame accepted before the WR was acknowledged.
     [[nodiscard]] virtual std::uint64_t tx_release_count() const = 0;
 
     /// Link state changes since the last call (at most out.size()).
@@ -72,6 +78,11 @@ public:
     [[nodiscard]] virtual std::uint64_t next_event_ns() const { return UINT64_MAX; }
 
     [[nodiscard]] virtual DriverStats stats() const { return {}; }
+
+    /// Driver-specific counters (per port, drops by reason, ...), as
+    /// name/value pairs appended to `out`; shown under "counters" in
+    /// Device::stats_json().
+    virtual void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const { (void)out; }
 };
 
 }  // namespace omrc::driver

@@ -121,20 +121,43 @@ std::size_t ProgressLoop::transmit(core::TimeNs now) {
     return total;
 }
 
+std::size_t ProgressLoop::release_held(CompletionSink& sink) {
+    std::size_t n = 0;
+    const std::uint64_t released = drv_.tx_release_count();
+    while (!held_.empty() && held_.front().accepted_before <= released) {
+        sink.on_completion(held_.front().wc);
+        held_.pop_front();
+        ++n;
+    }
+    return n;
+}
+
 std::size_t ProgressLoop::drain_completions(CompletionSink& sink) {
-    std::size_t total = 0;
+    std::size_t total = release_held(sink);
     for (;;) {
         const std::size_t n = engine_.poll_completions(wc_buf_);
-        for (std::size_t i = 0; i < n; ++i) sink.on_completion(wc_buf_[i]);
-        total += n;
+        const std::uint64_t accepted = stats_.tx_frames;
+        for (std::size_t i = 0; i < n; ++i) {
+            const core::Completion& c = wc_buf_[i];
+            const bool send_side = c.opcode == core::WcOpcode::rdma_write;
+            // Keep send completions in order: once one waits, later ones queue behind it.
+            if (send_side && (!held_.empty() || drv_.tx_release_count() < accepted)) {
+                held_.push_back({c, accepted});
+                ++stats_.completions_held;
+                continue;
+            }
+            sink.on_completion(c);
+            ++total;
+        }
         if (n < wc_buf_.size()) break;
     }
+    total += release_held(sink);
     stats_.completions += total;
     return total;
 }
 
 core::TimeNs ProgressLoop::next_wakeup(core::TimeNs now) const noexcept {
-    if (pending_ || !kept_.empty()) return now;
+    if (pending_ || !kept_.empty() || !held_.empty()) return now;
     return std::min<core::TimeNs>(engine_.next_wakeup(), drv_.next_event_ns());
 }
 

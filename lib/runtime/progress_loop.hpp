@@ -10,10 +10,19 @@
 // refuses them, even if the application deregisters the memory or the
 // engine reuses an inline buffer meanwhile.
 //
+// Zero-copy drivers. A send WR's payload may still sit in a driver's queue
+// (or a NIC's) after the peer acknowledged it, e.g. a spurious retransmit.
+// Send completions are therefore held until the driver's release watermark
+// (Driver::tx_release_count) passes every frame accepted before the
+// completion was produced; the application may reuse or deregister the
+// memory once it sees the completion. Copying drivers release at once, so
+// nothing is held for them. Receive completions never wait.
+//
 // Threads: the device's owning thread only.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <vector>
 
@@ -41,6 +50,7 @@ struct ProgressStats {
     std::uint64_t timer_runs = 0;
     std::uint64_t link_events = 0;
     std::uint64_t completions = 0;
+    std::uint64_t completions_held = 0;   ///< send completions that waited for the driver's release
 };
 
 /// Receives the engine's completions (the verbs layer routes them to CQs).
@@ -68,6 +78,8 @@ public:
     /// Frames accepted by the driver (compare with Driver::tx_release_count()).
     [[nodiscard]] std::uint64_t tx_accepted() const noexcept { return stats_.tx_frames; }
     [[nodiscard]] std::size_t kept_frames() const noexcept { return kept_.size(); }
+    /// Send completions waiting for the driver to release their frames.
+    [[nodiscard]] std::size_t held_completions() const noexcept { return held_.size(); }
     [[nodiscard]] const ProgressStats& stats() const noexcept { return stats_; }
 
 private:
@@ -77,6 +89,13 @@ private:
     /// Offers `frames` to the driver; returns how many it accepted.
     std::size_t offer(std::span<const wire::GatherFrame> frames, core::TimeNs now);
     void keep(std::span<const wire::GatherFrame> frames);
+    /// Delivers held completions whose frames the driver has released.
+    std::size_t release_held(CompletionSink& sink);
+
+    struct HeldCompletion {
+        core::Completion wc;
+        std::uint64_t accepted_before = 0;  ///< driver frames accepted when it was produced
+    };
 
     driver::Driver& drv_;
     core::Engine& engine_;
@@ -88,6 +107,7 @@ private:
     std::vector<core::Completion> wc_buf_;
     std::vector<wire::GatherFrame> kept_;            ///< refused frames, in order
     std::vector<std::vector<std::uint8_t>> kept_payload_;  ///< their payload copies (parallel to kept_)
+    std::deque<HeldCompletion> held_;                ///< send completions in production order
 };
 
 }  // namespace omrc::runtime

@@ -105,7 +105,12 @@ nlohmann::json driver_json(const driver::Driver& drv) {
     const driver::DriverStats s = drv.stats();
     nlohmann::json links = nlohmann::json::array();
     for (std::uint32_t p = 0; p < drv.planes(); ++p) links.push_back(drv.link_up(p));
+    std::vector<std::pair<std::string, std::uint64_t>> named;
+    drv.counters(named);
+    nlohmann::json counters = nlohmann::json::object();
+    for (const auto& [name, value] : named) counters[name] = value;
     return {{"name", drv.name()},
+            {"counters", std::move(counters)},
             {"planes", drv.planes()},
             {"link_up", std::move(links)},
             {"rx_frames", s.rx_frames},
@@ -122,7 +127,8 @@ nlohmann::json progress_json(const ProgressStats& s) {
     return {{"passes", s.passes},         {"rx_bursts", s.rx_bursts},   {"rx_frames", s.rx_frames},
             {"tx_bursts", s.tx_bursts},   {"tx_frames", s.tx_frames},   {"tx_partial", s.tx_partial},
             {"tx_kept_frames", s.tx_kept_frames}, {"timer_runs", s.timer_runs},
-            {"link_events", s.link_events}, {"completions", s.completions}};
+            {"link_events", s.link_events}, {"completions", s.completions},
+            {"completions_held", s.completions_held}};
 }
 
 }  // namespace omrc::runtime

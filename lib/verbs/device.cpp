@@ -3,6 +3,7 @@
 // progress entry points and the stats document.
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 
@@ -52,6 +53,30 @@ int validate(const DeviceOptions& o) {
     return 0;
 }
 
+/// "aa:bb:cc:dd:ee:ff,..." → one MAC per plane (an empty entry keeps the
+/// peer's MAC on that plane). Returns false on malformed input.
+bool parse_next_hop_macs(std::string_view text, std::array<MacAddr, kMaxPlanes>& macs, std::uint32_t& mask) {
+    std::uint32_t plane = 0;
+    while (true) {
+        const std::size_t comma = text.find(',');
+        const std::string_view item = text.substr(0, comma);
+        if (plane >= kMaxPlanes) return false;
+        if (!item.empty()) {
+            unsigned b[6];
+            char tail = 0;
+            const std::string s(item);
+            if (s.size() != 17 ||
+                std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
+                return false;
+            for (int i = 0; i < 6; ++i) macs[plane][i] = static_cast<std::uint8_t>(b[i]);
+            mask |= 1u << plane;
+        }
+        ++plane;
+        if (comma == std::string_view::npos) return true;
+        text.remove_prefix(comma + 1);
+    }
+}
+
 std::uint64_t entropy_u64() {
     std::random_device rd;
     return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
@@ -72,8 +97,21 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         set_err(err, e);
         return nullptr;
     }
+    // Arguments of the runtime itself are taken out before the driver sees them.
+    std::array<MacAddr, kMaxPlanes> next_hop_macs{};
+    std::uint32_t next_hop_mask = 0;
+    DeviceOptions driver_options = options;
+    if (auto it = driver_options.args.find("next_hop_macs"); it != driver_options.args.end()) {
+        if (!parse_next_hop_macs(it->second, next_hop_macs, next_hop_mask)) {
+            runtime::logger().error("next_hop_macs={}: expected comma-separated aa:bb:cc:dd:ee:ff, one per plane",
+                                    it->second);
+            set_err(err, EINVAL);
+            return nullptr;
+        }
+        driver_options.args.erase(it);
+    }
     runtime::AttachedDriver attached;
-    if (const int e = factory(options, attached); e != 0) {
+    if (const int e = factory(driver_options, attached); e != 0) {
         set_err(err, e);
         return nullptr;
     }
@@ -112,6 +150,8 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     std::function<std::uint64_t()> clock = options.clock;
     if (!clock) clock = &runtime::steady_now_ns;
     auto core = std::make_unique<detail::DeviceCore>(std::move(attached), std::string(driver), std::move(clock), keys);
+    core->next_hop_macs = next_hop_macs;
+    core->next_hop_mask = next_hop_mask;
     core->engine = std::make_unique<core::Engine>(ec, &core->mrs);
     runtime::ProgressConfig pc{};
     pc.rx_burst_frames = options.rx_burst_frames;

@@ -4,6 +4,7 @@
 // CQs. Every member is used by the device's owning thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +28,11 @@ struct DeviceCore final : runtime::CompletionSink {
     std::string driver_name;
     std::function<std::uint64_t()> clock;
     DeviceAddress address{};
+    /// args "next_hop_macs": the Ethernet destination of every frame sent on
+    /// plane p when bit p of the mask is set (a routed fabric's gateway),
+    /// instead of the peer's own MAC.
+    std::array<MacAddr, kMaxPlanes> next_hop_macs{};
+    std::uint32_t next_hop_mask = 0;
     verbs::MrTable mrs;
     std::unique_ptr<core::Engine> engine;
     std::unique_ptr<runtime::ProgressLoop> loop;

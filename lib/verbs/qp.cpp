@@ -138,7 +138,9 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.rq_psn = attr.rq_psn;
     a.dest_conn_id = attr.dest_conn_id;
     a.peer_addr = attr.peer.addr;
-    for (std::uint32_t p = 0; p < kMaxPlanes; ++p) a.peer_macs[p] = attr.peer.macs[p];
+    // A routed fabric: every frame on a plane goes to that plane's gateway.
+    for (std::uint32_t p = 0; p < kMaxPlanes; ++p)
+        a.peer_macs[p] = (core_->next_hop_mask >> p) & 1 ? core_->next_hop_macs[p] : attr.peer.macs[p];
     a.peer_host = attr.peer.host;
     a.mtu_bytes = attr.mtu_bytes;
     a.mpr = attr.mpr;

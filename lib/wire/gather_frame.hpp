@@ -24,6 +24,10 @@ struct GatherFrame {
     std::uint16_t header_len = 0;                 ///< bytes used in `header`
     std::uint8_t tail_len = 0;                    ///< pad (0..3) + ICRC (4)
     std::uint8_t segment_count = 0;
+    /// The payload lies in the engine's own memory (an inline WR's copy), not
+    /// in registered memory: it may be reused as soon as the engine has the
+    /// packet acknowledged, so a zero-copy driver copies it instead.
+    bool payload_in_engine_memory = false;
     std::array<std::uint8_t, kMaxHeader> header{};
     std::array<Segment, kMaxSegments> segments{};
     std::array<std::uint8_t, 8> tail{};

@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "drivers/dpdk/dpdk_driver.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "drivers/dpdk/eal.hpp"
+#include "drivers/dpdk/tx_release.hpp"
+#include "omrc/dpdk.hpp"
+#include "runtime/log.hpp"
+
+namespace omrc::dpdk {
+
+namespace {
+
+constexpr std::uint16_t kEthHeader = 14;
+constexpr std::uint16_t kIpv6Header = 40;
+constexpr std::uint16_t kEtherTypeIpv6 = 0x86DD;
+constexpr std::uint8_t kNextHopByHop = 0;
+constexpr std::uint8_t kNextIcmpv6 = 58;
+/// Largest frame: SRv6 headers (≤ 160 B with the SRH) + 4096 B payload + tail, with margin.
+constexpr std::uint16_t kFrameRoom = 4608;
+constexpr std::uint16_t kSmallRoom = 192;  ///< small mbufs: headers (≤ 160 B) or a tail
+constexpr std::uint64_t kLinkPollNs = 1'000'000;
+
+std::mutex ports_mutex;
+std::set<std::uint16_t> ports_in_use;  // guarded by ports_mutex: one Device per port
+
+bool parse_u32(std::string_view s, std::uint32_t& out) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        const std::size_t comma = text.find(',', start);
+        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) out.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return out;
+}
+
+std::string mempool_name(const char* what) {
+    static std::atomic<unsigned> n{0};
+    return std::string("omrc_") + what + "_" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n++);
+}
+
+rte_iova_t iova_of(const void* va) {
+    if (rte_eal_iova_mode() == RTE_IOVA_VA) return reinterpret_cast<rte_iova_t>(va);
+    return rte_mem_virt2iova(va);
+}
+
+}  // namespace
+
+int parse_options(const DeviceOptions& options, DpdkOptions& out) {
+    for (const auto& [key, value] : options.args) {
+        std::uint32_t v = 0;
+        if (key == "eal") {
+            out.eal = value;
+        } else if (key == "ports") {
+            out.ports = split_commas(value);
+        } else if (key == "rx_desc" || key == "tx_desc") {
+            if (!parse_u32(value, v) || v < 64 || v > 16384) {
+                runtime::logger().error("dpdk: {}={} must be 64..16384", key, value);
+                return EINVAL;
+            }
+            (key == "rx_desc" ? out.rx_desc : out.tx_desc) = static_cast<std::uint16_t>(v);
+        } else if (key == "mbufs") {
+            if (!parse_u32(value, v) || v < 1024) {
+                runtime::logger().error("dpdk: mbufs={} must be ≥ 1024", value);
+                return EINVAL;
+            }
+            out.mbufs = v;
+        } else if (key == "zero_copy") {
+            if (value != "0" && value != "1") {
+                runtime::logger().error("dpdk: zero_copy={} must be 0 or 1", value);
+                return EINVAL;
+            }
+            out.zero_copy = value == "1";
+        } else if (key == "backlog") {
+            if (!parse_u32(value, v) || v < 32 || v > 65536) {
+                runtime::logger().error("dpdk: backlog={} must be 32..65536", value);
+                return EINVAL;
+            }
+            out.backlog = v;
+        } else {
+            runtime::logger().error("dpdk: unknown option {} (eal, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog)",
+                                    key);
+            return EINVAL;
+        }
+    }
+    return 0;
+}
+
+DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
+    if (const int e = ensure_eal(eal_arguments(o.eal)); e != 0)
+        throw std::runtime_error(std::string("EAL initialisation failed: ") + rte_strerror(e));
+
+    std::vector<std::string> specs = o.ports;
+    if (specs.empty()) {
+        std::uint16_t pid = 0;
+        RTE_ETH_FOREACH_DEV(pid) specs.push_back(std::to_string(pid));
+    }
+    if (specs.empty()) throw std::runtime_error("no DPDK ports (give --vdev or PCI devices in the EAL arguments)");
+    if (specs.size() > core::kMaxPlanes) throw std::runtime_error("more ports than planes (15)");
+
+    // One pool for RX and copied TX: every RX/TX descriptor of every port,
+    // the backlogs, one burst held by the engine, and per-lcore caches.
+    const std::uint32_t n_ports = static_cast<std::uint32_t>(specs.size());
+    const std::uint32_t need = n_ports * (o.rx_desc + o.tx_desc + o.backlog) + 2048;
+    const std::uint32_t mbufs = o.mbufs != 0 ? o.mbufs : need;
+    pool_ = rte_pktmbuf_pool_create(mempool_name("rx").c_str(), mbufs, 256, 0,
+                                    RTE_PKTMBUF_HEADROOM + kFrameRoom, SOCKET_ID_ANY);
+    // Zero copy: one data-less mbuf per payload segment, one small tail per frame.
+    const std::uint32_t ext = o.zero_copy ? n_ports * (o.tx_desc + o.backlog) * 2 + 1024 : 1024;
+    ext_pool_ = rte_pktmbuf_pool_create(mempool_name("ext").c_str(), ext, 256, 0, 0, SOCKET_ID_ANY);
+    small_pool_ = rte_pktmbuf_pool_create(mempool_name("small").c_str(), 2 * ext, 256, 0,
+                                          RTE_PKTMBUF_HEADROOM + kSmallRoom, SOCKET_ID_ANY);
+    release_ = std::make_unique<TxReleaseRing>(n_ports * (o.tx_desc + o.backlog) + 1024);
+    try {
+        if (pool_ == nullptr || ext_pool_ == nullptr || small_pool_ == nullptr)
+            throw std::runtime_error(std::string("mbuf pool: ") + rte_strerror(rte_errno) + " (more EAL memory: -m)");
+        for (const std::string& s : specs) open_port(s);
+    } catch (...) {
+        close();
+        throw;
+    }
+    runtime::logger().info("dpdk: {} ports, {} mbufs, zero copy {}", ports_.size(), mbufs, o.zero_copy ? "on" : "off");
+}
+
+void DpdkDriver::open_port(const std::string& spec) {
+    std::uint16_t pid = 0;
+    std::uint32_t num = 0;
+    if (parse_u32(spec, num)) {
+        if (num >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(static_cast<std::uint16_t>(num)))
+            throw std::runtime_error("port " + spec + " does not exist");
+        pid = static_cast<std::uint16_t>(num);
+    } else if (rte_eth_dev_get_port_by_name(spec.c_str(), &pid) != 0) {
+        throw std::runtime_error("no port named " + spec);
+    }
+    {
+        std::lock_guard lock(ports_mutex);
+        if (!ports_in_use.insert(pid).second) throw std::runtime_error("port " + spec + " is used by another device");
+    }
+    Port p;
+    p.id = pid;
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    (void)rte_eth_dev_get_name_by_port(pid, name);
+    p.name = name;
+    ports_.push_back(p);  // from here on the destructor releases the port
+    Port& port = ports_.back();
+
+    rte_eth_dev_info info{};
+    if (const int e = rte_eth_dev_info_get(pid, &info); e != 0)
+        throw std::runtime_error("port " + spec + ": dev_info: " + rte_strerror(-e));
+    rte_eth_conf conf{};
+    port.chains = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+    if (port.chains) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    if (const int e = rte_eth_dev_configure(pid, 1, 1, &conf); e != 0)
+        throw std::runtime_error("port " + spec + ": configure: " + rte_strerror(-e));
+    std::uint16_t rxd = opt_.rx_desc, txd = opt_.tx_desc;
+    (void)rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
+    const int socket = rte_eth_dev_socket_id(pid);
+    const unsigned sock = socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
+    if (const int e = rte_eth_rx_queue_setup(pid, 0, rxd, sock, nullptr, pool_); e != 0)
+        throw std::runtime_error("port " + spec + ": rx queue: " + rte_strerror(-e));
+    if (const int e = rte_eth_tx_queue_setup(pid, 0, txd, sock, nullptr); e != 0)
+        throw std::runtime_error("port " + spec + ": tx queue: " + rte_strerror(-e));
+    // Room for 4 KiB payload frames where the PMD lets us set it; a PMD that
+    // can't keeps its own limit (the QP MTU must then fit it).
+    if (info.max_mtu >= kFrameRoom - kEthHeader) (void)rte_eth_dev_set_mtu(pid, kFrameRoom - kEthHeader);
+    if (const int e = rte_eth_dev_start(pid); e != 0)
+        throw std::runtime_error("port " + spec + ": start: " + rte_strerror(-e));
+    rte_ether_addr mac{};
+    (void)rte_eth_macaddr_get(pid, &mac);
+    std::memcpy(port.mac.data(), mac.addr_bytes, 6);
+    rte_eth_link link{};
+    (void)rte_eth_link_get_nowait(pid, &link);
+    port.up = link.link_status == RTE_ETH_LINK_UP;
+    port.backlog.reserve(opt_.backlog);
+    std::uint16_t mtu = 0;
+    (void)rte_eth_dev_get_mtu(pid, &mtu);
+    runtime::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, link {}, chains {}", ports_.size() - 1, pid,
+                           port.name, info.driver_name, mtu, port.up ? "up" : "down", port.chains ? "yes" : "no");
+}
+
+DpdkDriver::~DpdkDriver() { close(); }
+
+void DpdkDriver::close() {
+    for (rte_mbuf* m : rx_held_) rte_pktmbuf_free(m);
+    rx_held_.clear();
+    for (Port& p : ports_) {
+        for (std::size_t i = p.backlog_head; i < p.backlog.size(); ++i) rte_pktmbuf_free(p.backlog[i]);
+        p.backlog.clear();
+        (void)rte_eth_dev_stop(p.id);
+        std::lock_guard lock(ports_mutex);
+        ports_in_use.erase(p.id);
+    }
+    ports_.clear();
+    rte_mempool_free(pool_);
+    rte_mempool_free(ext_pool_);
+    rte_mempool_free(small_pool_);
+    pool_ = ext_pool_ = small_pool_ = nullptr;
+}
+
+void DpdkDriver::poll_links(std::uint64_t now_ns) {
+    if (now_ns < next_link_poll_ns_) return;
+    next_link_poll_ns_ = now_ns + kLinkPollNs;
+    for (std::size_t i = 0; i < ports_.size(); ++i) {
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(ports_[i].id, &link) != 0) continue;
+        const bool up = link.link_status == RTE_ETH_LINK_UP;
+        if (up == ports_[i].up) continue;
+        ports_[i].up = up;
+        ++ports_[i].c.link_changes;
+        link_events_.push_back({static_cast<std::uint8_t>(i), up});
+        runtime::logger().info("dpdk: port {} ({}) link {}", ports_[i].id, ports_[i].name, up ? "up" : "down");
+    }
+}
+
+const std::uint8_t* DpdkDriver::rx_view(rte_mbuf* m, std::size_t slot, Port& p) {
+    if (m->nb_segs == 1) return rte_pktmbuf_mtod(m, const std::uint8_t*);
+    std::vector<std::uint8_t>& buf = rx_linear_[slot];
+    if (m->pkt_len > buf.size()) {
+        ++p.c.rx_oversize;
+        return nullptr;
+    }
+    ++p.c.rx_linearized;
+    return static_cast<const std::uint8_t*>(rte_pktmbuf_read(m, 0, m->pkt_len, buf.data()));
+}
+
+std::size_t DpdkDriver::rx_burst(std::span<driver::RxFrame> out, std::uint64_t now_ns) {
+    // The views of the previous burst are no longer in use.
+    for (rte_mbuf* m : rx_held_) rte_pktmbuf_free(m);
+    rx_held_.clear();
+    poll_links(now_ns);
+    for (Port& p : ports_) flush(p);
+    if (rx_linear_.size() < out.size()) rx_linear_.resize(out.size(), std::vector<std::uint8_t>(kFrameRoom));
+
+    std::size_t n = 0;
+    std::array<rte_mbuf*, 64> mbufs;
+    for (std::size_t k = 0; k < ports_.size() && n < out.size(); ++k) {
+        const std::size_t plane = (rx_next_port_ + k) % ports_.size();
+        Port& p = ports_[plane];
+        const auto want = static_cast<std::uint16_t>(std::min<std::size_t>(out.size() - n, mbufs.size()));
+        const std::uint16_t got = rte_eth_rx_burst(p.id, 0, mbufs.data(), want);
+        for (std::uint16_t i = 0; i < got; ++i) {
+            rte_mbuf* m = mbufs[i];
+            rx_held_.push_back(m);
+            ++p.c.rx_frames;
+            p.c.rx_bytes += m->pkt_len;
+            if (m->ol_flags & (RTE_MBUF_F_RX_IP_CKSUM_BAD | RTE_MBUF_F_RX_L4_CKSUM_BAD)) ++p.c.rx_cksum_bad_flag;
+            if (m->pkt_len < kEthHeader + kIpv6Header) {
+                ++p.c.rx_short;
+                continue;
+            }
+            const std::uint8_t* d = rx_view(m, n, p);
+            if (d == nullptr) continue;
+            const std::uint16_t ethertype = static_cast<std::uint16_t>(d[12] << 8 | d[13]);
+            if (ethertype != kEtherTypeIpv6) {
+                ++p.c.rx_not_ipv6;
+                continue;
+            }
+            const std::uint8_t next = d[kEthHeader + 6];
+            if (next == kNextIcmpv6 || next == kNextHopByHop) {
+                ++p.c.rx_kernel_noise;
+                continue;
+            }
+            if (d[0] & 1) {
+                ++p.c.rx_multicast;
+                continue;
+            }
+            if (std::memcmp(d, p.mac.data(), 6) != 0) {
+                ++p.c.rx_other_mac;
+                continue;
+            }
+            out[n++] = {d, m->pkt_len, static_cast<std::uint8_t>(plane)};
+        }
+    }
+    rx_next_port_ = (rx_next_port_ + 1) % ports_.size();
+    return n;
+}
+
+rte_mbuf* DpdkDriver::build_copy(const wire::GatherFrame& g, Port& p) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (m == nullptr) {
+        ++p.c.tx_pool_empty;
+        return nullptr;
+    }
+    const std::size_t len = g.size();
+    auto* dst = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(len)));
+    if (dst == nullptr || g.flatten(std::span(dst, len)) != len) {
+        rte_pktmbuf_free(m);
+        ++p.c.tx_pool_empty;
+        return nullptr;
+    }
+    ++p.c.tx_copied;
+    return m;
+}
+
+rte_mbuf* DpdkDriver::build(const wire::GatherFrame& g, Port& p, TxReleaseRing::Record& rec) {
+    // Small payloads are cheaper to copy than to chain.
+    const bool zero_copy = opt_.zero_copy && p.chains && !g.payload_in_engine_memory && g.segment_count > 0 &&
+                           g.payload_len() >= 256 && g.header_len <= kSmallRoom;
+    if (!zero_copy) return build_copy(g, p);
+
+    rte_mbuf* head = rte_pktmbuf_alloc(small_pool_);
+    rte_mbuf* tail = rte_pktmbuf_alloc(small_pool_);
+    std::array<rte_mbuf*, wire::GatherFrame::kMaxSegments> seg{};
+    bool ok = head != nullptr && tail != nullptr &&
+              rte_pktmbuf_alloc_bulk(ext_pool_, seg.data(), g.segment_count) == 0;
+    if (!ok) {
+        rte_pktmbuf_free(head);
+        rte_pktmbuf_free(tail);
+        ++p.c.tx_pool_empty;
+        return nullptr;
+    }
+    std::memcpy(rte_pktmbuf_append(head, g.header_len), g.header.data(), g.header_len);
+    std::memcpy(rte_pktmbuf_append(tail, g.tail_len), g.tail.data(), g.tail_len);
+    rte_mbuf* last = head;
+    for (std::size_t i = 0; i < g.segment_count; ++i) {
+        rte_mbuf_ext_shared_info& sh = rec.shinfo[i];
+        sh.free_cb = &TxReleaseRing::on_free;
+        sh.fcb_opaque = &rec;
+        rte_mbuf_ext_refcnt_set(&sh, 1);
+        ++rec.pending;
+        void* va = const_cast<std::uint8_t*>(g.segments[i].data);
+        const auto len = static_cast<std::uint16_t>(g.segments[i].len);
+        rte_pktmbuf_attach_extbuf(seg[i], va, iova_of(va), len, &sh);
+        seg[i]->data_len = len;
+        seg[i]->pkt_len = len;
+        last->next = seg[i];
+        last = seg[i];
+    }
+    last->next = tail;
+    head->nb_segs = static_cast<std::uint16_t>(g.segment_count + 2);
+    head->pkt_len = static_cast<std::uint32_t>(g.size());
+    ++p.c.tx_zero_copy;
+    return head;
+}
+
+void DpdkDriver::flush(Port& p) {
+    while (p.backlog_head < p.backlog.size()) {
+        const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(p.backlog.size() - p.backlog_head, 512));
+        const std::uint16_t sent = rte_eth_tx_burst(p.id, 0, p.backlog.data() + p.backlog_head, n);
+        p.backlog_head += sent;
+        backlogged_ -= sent;
+        if (sent < n) break;
+    }
+    if (p.backlog_head == p.backlog.size()) {
+        p.backlog.clear();
+        p.backlog_head = 0;
+    } else if (p.backlog_head > p.backlog.capacity() / 2) {
+        p.backlog.erase(p.backlog.begin(), p.backlog.begin() + static_cast<std::ptrdiff_t>(p.backlog_head));
+        p.backlog_head = 0;
+    }
+}
+
+std::size_t DpdkDriver::tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) {
+    poll_links(now_ns);
+    std::size_t accepted = 0;
+    std::uint32_t touched = 0;  // ports with new frames
+    for (const wire::GatherFrame& g : frames) {
+        if (g.plane >= ports_.size() || release_->full()) break;
+        Port& p = ports_[g.plane];
+        if (!p.up) {  // a dead port: the frame is lost, as on a cable pulled out
+            ++p.c.tx_dropped_link_down;
+            (void)release_->begin_frame();
+            release_->commit_frame();
+            ++accepted;
+            continue;
+        }
+        if (p.backlog.size() - p.backlog_head >= opt_.backlog) {
+            ++p.c.tx_backlog_full;
+            break;
+        }
+        TxReleaseRing::Record& rec = release_->begin_frame();
+        rte_mbuf* m = build(g, p, rec);
+        if (m == nullptr) break;
+        release_->commit_frame();  // a copied frame (nothing pending) is released at once
+        p.backlog.push_back(m);
+        ++backlogged_;
+        ++p.c.tx_frames;
+        p.c.tx_bytes += g.size();
+        touched |= 1u << g.plane;
+        ++accepted;
+    }
+    for (std::size_t i = 0; i < ports_.size(); ++i)
+        if (touched & (1u << i)) flush(ports_[i]);
+    return accepted;
+}
+
+std::uint64_t DpdkDriver::tx_release_count() const {
+    // PMDs that free transmitted mbufs lazily (real NICs) are asked to do so
+    // while zero-copy frames are outstanding.
+    if (release_->released() < release_->accepted())
+        for (const Port& p : ports_) (void)rte_eth_tx_done_cleanup(p.id, 0, 0);
+    return release_->released();
+}
+
+std::size_t DpdkDriver::poll_link_events(std::span<driver::LinkEvent> out) {
+    const std::size_t n = std::min(out.size(), link_events_.size());
+    std::copy_n(link_events_.begin(), n, out.begin());
+    link_events_.erase(link_events_.begin(), link_events_.begin() + static_cast<std::ptrdiff_t>(n));
+    return n;
+}
+
+bool DpdkDriver::link_up(std::uint32_t plane) const { return plane < ports_.size() && ports_[plane].up; }
+
+std::uint64_t DpdkDriver::next_event_ns() const {
+    // Backlogged frames or unreleased payload: poll again at once. Otherwise
+    // the next link poll is the only timed event (frames arrive by polling).
+    if (backlogged_ != 0 || release_->released() < release_->accepted()) return 0;
+    return next_link_poll_ns_;
+}
+
+driver::DriverStats DpdkDriver::stats() const {
+    driver::DriverStats s{};
+    for (const Port& p : ports_) {
+        s.rx_frames += p.c.rx_frames;
+        s.tx_frames += p.c.tx_frames;
+        s.rx_bytes += p.c.rx_bytes;
+        s.tx_bytes += p.c.tx_bytes;
+        s.tx_dropped_link_down += p.c.tx_dropped_link_down;
+        s.tx_dropped_full += p.c.tx_pool_empty + p.c.tx_backlog_full;
+        rte_eth_stats es{};
+        if (rte_eth_stats_get(p.id, &es) == 0) s.rx_dropped_full += es.imissed + es.rx_nombuf;
+    }
+    return s;
+}
+
+void DpdkDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const {
+    for (std::size_t i = 0; i < ports_.size(); ++i) {
+        const Port& p = ports_[i];
+        const std::string k = "plane" + std::to_string(i) + ".";
+        const PortCounters& c = p.c;
+        for (const auto& [name, v] : std::initializer_list<std::pair<const char*, std::uint64_t>>{
+                 {"rx_frames", c.rx_frames}, {"rx_bytes", c.rx_bytes}, {"tx_frames", c.tx_frames},
+                 {"tx_bytes", c.tx_bytes}, {"tx_zero_copy", c.tx_zero_copy}, {"tx_copied", c.tx_copied},
+                 {"tx_pool_empty", c.tx_pool_empty}, {"tx_backlog_full", c.tx_backlog_full},
+                 {"tx_dropped_link_down", c.tx_dropped_link_down}, {"rx_short", c.rx_short},
+                 {"rx_not_ipv6", c.rx_not_ipv6}, {"rx_kernel_noise", c.rx_kernel_noise},
+                 {"rx_multicast", c.rx_multicast}, {"rx_other_mac", c.rx_other_mac},
+                 {"rx_oversize", c.rx_oversize}, {"rx_linearized", c.rx_linearized},
+                 {"rx_cksum_bad_flag", c.rx_cksum_bad_flag}, {"link_changes", c.link_changes}})
+            out.emplace_back(k + name, v);
+        rte_eth_stats es{};
+        if (rte_eth_stats_get(p.id, &es) == 0) {
+            out.emplace_back(k + "pmd_imissed", es.imissed);
+            out.emplace_back(k + "pmd_ierrors", es.ierrors);
+            out.emplace_back(k + "pmd_oerrors", es.oerrors);
+            out.emplace_back(k + "pmd_rx_nombuf", es.rx_nombuf);
+        }
+        out.emplace_back(k + "port_id", p.id);
+    }
+    out.emplace_back("tx_released", release_->released());
+    out.emplace_back("tx_accepted", release_->accepted());
+}
+
+int make_dpdk_driver(const DeviceOptions& options, runtime::AttachedDriver& out) {
+    DpdkOptions o;
+    if (const int e = parse_options(options, o); e != 0) return e;
+    std::unique_ptr<DpdkDriver> drv;
+    try {
+        drv = std::make_unique<DpdkDriver>(o);
+    } catch (const std::exception& e) {
+        runtime::logger().error("dpdk: {}", e.what());
+        return ENODEV;
+    }
+    const auto& ports = drv->ports();
+    for (std::size_t i = 0; i < ports.size(); ++i) std::copy(ports[i].mac.begin(), ports[i].mac.end(), out.macs[i].begin());
+    // fd6d:7263:0:d9d::<MAC of plane 0>: a unique-local default address.
+    out.default_addr = {0xfd, 0x6d, 0x72, 0x63, 0x00, 0x00, 0x0d, 0x9d};
+    std::copy(ports[0].mac.begin(), ports[0].mac.end(), out.default_addr.begin() + 10);
+    out.driver = std::move(drv);
+    return 0;
+}
+
+int register_driver() {
+    static std::once_flag once;
+    std::call_once(once, [] { (void)runtime::register_driver("dpdk", &make_dpdk_driver); });
+    return 0;
+}
+
+}  // namespace omrc::dpdk

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The DPDK driver: one rte_ethdev port per plane, one RX and one TX queue per
+// port, polled from the device's owning thread.
+//
+// Transmit: the engine's headers are copied into a head mbuf; payload from
+// registered memory is attached as external buffers (zero copy) and the
+// pad+ICRC tail goes in a small last segment. Payload the engine owns (inline
+// WRs) and frames of ports that cannot take chains are copied. Frames wait in
+// a per-port backlog when the PMD's ring is full; tx_burst accepts frames
+// while their port's backlog has room (a prefix of the burst).
+//
+// Receive: frames are handed to the engine straight from the mbufs (the
+// engine places payload from there into the target MR); the mbufs of a burst
+// are freed at the next rx_burst call. Frames that are not OpenMRC's — short,
+// not IPv6, ICMPv6/hop-by-hop (neighbour discovery, MLD from a kernel tap),
+// multicast, for another MAC — are dropped and counted by reason. Checksum
+// offload flags are counted, never trusted: the engine checks the ICRC.
+//
+// Link state: polled every millisecond (rte_eth_link_get_nowait), so PMDs
+// without LSC interrupts (af_packet) report links too.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/driver.hpp"
+#include "drivers/dpdk/tx_release.hpp"
+#include "runtime/driver_registry.hpp"
+
+struct rte_mempool;
+struct rte_mbuf;
+
+namespace omrc::dpdk {
+
+
+/// Driver arguments after parsing (see include/omrc/dpdk.hpp).
+struct DpdkOptions {
+    std::string eal;                  ///< EAL arguments ("" = environment or default)
+    std::vector<std::string> ports;   ///< port ids or names, one per plane ("" = all)
+    std::uint16_t rx_desc = 1024;
+    std::uint16_t tx_desc = 1024;
+    std::uint32_t mbufs = 0;          ///< 0 = sized from ports and rings
+    bool zero_copy = true;
+    std::uint32_t backlog = 2048;     ///< frames waiting per port when the PMD ring is full
+};
+
+/// Parses DeviceOptions::args. Returns 0 or EINVAL (logged).
+int parse_options(const DeviceOptions& options, DpdkOptions& out);
+
+/// Per-port counters (all frames, by reason for drops).
+struct PortCounters {
+    std::uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
+    std::uint64_t tx_zero_copy = 0;        ///< frames sent with payload as external buffers
+    std::uint64_t tx_copied = 0;           ///< frames copied into one mbuf
+    std::uint64_t tx_pool_empty = 0;       ///< frames refused: no mbuf
+    std::uint64_t tx_backlog_full = 0;     ///< frames refused: backlog full (offered again later)
+    std::uint64_t tx_dropped_link_down = 0;
+    std::uint64_t rx_short = 0;            ///< shorter than Ethernet + IPv6 headers
+    std::uint64_t rx_not_ipv6 = 0;         ///< ARP, LLDP, IPv4, ...
+    std::uint64_t rx_kernel_noise = 0;     ///< ICMPv6 / hop-by-hop (ND, MLD)
+    std::uint64_t rx_multicast = 0;        ///< other multicast/broadcast destinations
+    std::uint64_t rx_other_mac = 0;        ///< unicast for another MAC
+    std::uint64_t rx_oversize = 0;         ///< chained frame larger than the linearising buffer
+    std::uint64_t rx_linearized = 0;       ///< chained frames copied into one buffer
+    std::uint64_t rx_cksum_bad_flag = 0;   ///< PMD flagged a bad IP/L4 checksum (passed on: ICRC decides)
+    std::uint64_t link_changes = 0;
+};
+
+struct Port {
+    std::uint16_t id = 0;
+    std::string name;
+    std::array<std::uint8_t, 6> mac{};
+    bool up = false;
+    bool chains = true;                  ///< the PMD accepts multi-segment frames
+    std::vector<rte_mbuf*> backlog;      ///< frames the PMD has not taken yet, in order
+    std::size_t backlog_head = 0;        ///< first unsent entry of `backlog`
+    PortCounters c{};
+};
+
+class DpdkDriver final : public driver::Driver {
+public:
+    /// Opens (configures and starts) the ports; throws std::runtime_error
+    /// with the reason on failure (the factory turns it into an errno).
+    explicit DpdkDriver(const DpdkOptions& o);
+    ~DpdkDriver() override;
+
+    [[nodiscard]] std::string name() const override { return "dpdk"; }
+    [[nodiscard]] std::uint32_t planes() const override { return static_cast<std::uint32_t>(ports_.size()); }
+    std::size_t rx_burst(std::span<driver::RxFrame> out, std::uint64_t now_ns) override;
+    std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override;
+    [[nodiscard]] std::uint64_t tx_release_count() const override;
+    std::size_t poll_link_events(std::span<driver::LinkEvent> out) override;
+    [[nodiscard]] bool link_up(std::uint32_t plane) const override;
+    [[nodiscard]] std::uint64_t next_event_ns() const override;
+    [[nodiscard]] driver::DriverStats stats() const override;
+    void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const override;
+
+    [[nodiscard]] const std::vector<Port>& ports() const noexcept { return ports_; }
+
+private:
+    void open_port(const std::string& spec);
+    /// Stops the ports and frees everything; safe to call twice.
+    void close();
+    void poll_links(std::uint64_t now_ns);
+    void flush(Port& p);
+    rte_mbuf* build(const wire::GatherFrame& g, Port& p, TxReleaseRing::Record& rec);
+    rte_mbuf* build_copy(const wire::GatherFrame& g, Port& p);
+    const std::uint8_t* rx_view(rte_mbuf* m, std::size_t slot, Port& p);
+
+    DpdkOptions opt_;
+    std::vector<Port> ports_;
+    rte_mempool* pool_ = nullptr;        ///< RX and copied TX frames (one frame per mbuf)
+    rte_mempool* ext_pool_ = nullptr;    ///< data-less mbufs carrying external payload
+    rte_mempool* small_pool_ = nullptr;  ///< small mbufs: headers before and pad + ICRC after external payload
+    std::unique_ptr<TxReleaseRing> release_;
+    std::vector<rte_mbuf*> rx_held_;     ///< mbufs of the last burst (views handed out)
+    std::vector<std::vector<std::uint8_t>> rx_linear_;  ///< linearising buffers, one per burst slot
+    std::vector<driver::LinkEvent> link_events_;
+    std::uint64_t next_link_poll_ns_ = 0;
+    std::size_t rx_next_port_ = 0;       ///< round-robin start
+    std::size_t backlogged_ = 0;         ///< frames in all backlogs
+};
+
+/// The registry factory for "dpdk".
+int make_dpdk_driver(const DeviceOptions& options, runtime::AttachedDriver& out);
+
+}  // namespace omrc::dpdk

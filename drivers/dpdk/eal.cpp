@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "drivers/dpdk/eal.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+
+#include "runtime/log.hpp"
+
+namespace omrc::dpdk {
+
+namespace {
+
+std::mutex eal_mutex;
+bool eal_ready = false;  // guarded by eal_mutex
+std::atomic<unsigned> prefix_counter{0};
+
+bool has_option(const std::vector<std::string>& args, std::initializer_list<const char*> names) {
+    for (const std::string& a : args)
+        for (const char* n : names) {
+            const std::string name(n);
+            if (a == name || (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '='))
+                return true;
+        }
+    return false;
+}
+
+}  // namespace
+
+std::vector<std::string> split_args(const std::string& text) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : text) {
+        if (c == ' ' || c == '\t' || c == '\n') {
+            if (!cur.empty()) out.push_back(std::move(cur));
+            cur.clear();
+        } else {
+            cur.push_back(c);
+        }
+    }
+    if (!cur.empty()) out.push_back(std::move(cur));
+    return out;
+}
+
+std::vector<std::string> eal_arguments(const std::string& given) {
+    std::string text = given;
+    if (text.empty())
+        if (const char* env = std::getenv("OMRC_EAL_ARGS"); env != nullptr) text = env;
+    if (text.empty()) text = "--no-huge -m 512 --no-pci";
+    std::vector<std::string> args{"omrc"};
+    for (std::string& a : split_args(text)) args.push_back(std::move(a));
+    if (!has_option(args, {"--file-prefix", "--in-memory"})) {
+        args.emplace_back("--file-prefix");
+        args.push_back("omrc-" + std::to_string(::getpid()) + "-" + std::to_string(prefix_counter++));
+    }
+    if (!has_option(args, {"-l", "-c", "--lcores"})) {
+        // One main lcore on the CPU we run on now: the EAL starts no worker
+        // threads, and the affinity it sets is undone after init.
+        const int cpu = sched_getcpu();
+        args.emplace_back("-l");
+        args.push_back(std::to_string(cpu >= 0 ? cpu : 0));
+    }
+    if (!has_option(args, {"--proc-type"})) {
+        args.emplace_back("--proc-type");
+        args.emplace_back("primary");
+    }
+    return args;
+}
+
+int ensure_eal(const std::vector<std::string>& args) {
+    std::lock_guard lock(eal_mutex);
+    if (eal_ready) return 0;
+    std::vector<char*> argv;
+    std::vector<std::string> copy = args;  // rte_eal_init may permute argv
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    cpu_set_t saved;
+    const bool have_affinity = pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) == 0;
+    const int rc = rte_eal_init(static_cast<int>(argv.size() - 1), argv.data());
+    const int err = rte_errno;
+    if (have_affinity) (void)pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+    if (rc < 0 && err != EALREADY) {
+        std::string joined;
+        for (const std::string& a : args) joined += a + " ";
+        runtime::logger().error("dpdk: rte_eal_init({}) failed: {}", joined, rte_strerror(err));
+        return err != 0 ? err : EINVAL;
+    }
+    if (rc < 0)
+        runtime::logger().info("dpdk: the EAL was initialised by the application; attaching to it");
+    eal_ready = true;
+    return 0;
+}
+
+}  // namespace omrc::dpdk

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// EAL bring-up for the DPDK driver. The EAL is process-wide: the first
+// device to open initialises it (or finds it initialised by the application
+// and attaches); later devices share it. The caller's CPU affinity is
+// restored after rte_eal_init, so opening a device never pins the
+// application's thread behind its back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace omrc::dpdk {
+
+/// EAL arguments: `given` (args "eal"), else $OMRC_EAL_ARGS, else the
+/// default "--no-huge -m 512 --no-pci"; "--file-prefix omrc-<pid>-<n>",
+/// "-l <cpu>" and "--proc-type primary" are added unless present.
+[[nodiscard]] std::vector<std::string> eal_arguments(const std::string& given);
+
+/// Initialises the EAL once per process. Returns 0 (initialised now or
+/// before, by us or by the application) or an errno.
+int ensure_eal(const std::vector<std::string>& args);
+
+/// Splits at white space (no quoting: EAL arguments have no spaces).
+[[nodiscard]] std::vector<std::string> split_args(const std::string& text);
+
+}  // namespace omrc::dpdk
