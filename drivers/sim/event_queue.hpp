@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The simulation's event list: a 4-ary min-heap of small fixed-size events
+// ordered by (time, insertion sequence), so events at equal times run in
+// the order they were scheduled (deterministic). A 4-ary heap keeps the
+// tree shallow (log4) and a node's children in one cache line; events are
+// 32 bytes and carry no closure, so scheduling never allocates once the
+// backing vector has grown to the simulation's peak.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "drivers/sim/sim_time.hpp"
+
+namespace omrc::sim {
+
+struct Packet;
+
+enum class EventKind : std::uint8_t {
+    tx_done,   ///< port `target` finished serialising its current frame
+    arrive,    ///< `pkt` reaches port `target` (the receiving end of a link)
+    nic_wake,  ///< engine timer of NIC `target` (stale unless time == Nic::wake_at)
+    call,      ///< scheduled callback number `target` (failures, workload steps)
+};
+
+struct Event {
+    TimePs at = 0;
+    std::uint64_t seq = 0;   ///< insertion order: ties at equal `at` run first-in first-out
+    Packet* pkt = nullptr;   ///< arrive only
+    std::uint32_t target = 0;
+    EventKind kind = EventKind::call;
+    std::uint32_t aux = 0;   ///< arrive: the link epoch the frame was sent in
+};
+
+class EventQueue {
+public:
+    void push(TimePs at, EventKind kind, std::uint32_t target, Packet* pkt = nullptr, std::uint32_t aux = 0) {
+        heap_.push_back(Event{at, seq_++, pkt, target, kind, aux});
+        sift_up(heap_.size() - 1);
+    }
+    [[nodiscard]] bool empty() const noexcept { return heap_.empty(); }
+    [[nodiscard]] std::size_t size() const noexcept { return heap_.size(); }
+    [[nodiscard]] const Event& top() const noexcept { return heap_.front(); }
+    Event pop() {
+        Event e = heap_.front();
+        heap_.front() = heap_.back();
+        heap_.pop_back();
+        if (!heap_.empty()) sift_down(0);
+        return e;
+    }
+    [[nodiscard]] std::uint64_t scheduled() const noexcept { return seq_; }
+    [[nodiscard]] std::size_t capacity_bytes() const noexcept { return heap_.capacity() * sizeof(Event); }
+
+private:
+    static bool before(const Event& a, const Event& b) noexcept {
+        return a.at != b.at ? a.at < b.at : a.seq < b.seq;
+    }
+    void sift_up(std::size_t i) noexcept {
+        Event e = heap_[i];
+        while (i > 0) {
+            const std::size_t parent = (i - 1) / 4;
+            if (!before(e, heap_[parent])) break;
+            heap_[i] = heap_[parent];
+            i = parent;
+        }
+        heap_[i] = e;
+    }
+    void sift_down(std::size_t i) noexcept {
+        const std::size_t n = heap_.size();
+        Event e = heap_[i];
+        for (;;) {
+            const std::size_t first = 4 * i + 1;
+            if (first >= n) break;
+            std::size_t best = first;
+            const std::size_t last = first + 4 < n ? first + 4 : n;
+            for (std::size_t c = first + 1; c < last; ++c)
+                if (before(heap_[c], heap_[best])) best = c;
+            if (!before(heap_[best], e)) break;
+            heap_[i] = heap_[best];
+            i = best;
+        }
+        heap_[i] = e;
+    }
+
+    std::vector<Event> heap_;
+    std::uint64_t seq_ = 0;
+};
+
+}  // namespace omrc::sim
