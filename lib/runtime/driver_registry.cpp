@@ -11,7 +11,8 @@ namespace {
 
 struct Registry {
     std::mutex mutex;
-    std::map<std::string, DriverFactory, std::less<>> factories{{"loopback", &make_loopback_driver}};
+    std::map<std::string, DriverFactory, std::less<>> factories{{"loopback", &make_loopback_driver},
+                                                                {"udp", &make_udp_driver}};
 };
 
 Registry& registry() {

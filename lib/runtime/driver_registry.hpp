@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Runtime driver registry: driver name → factory. Device::open() looks the
 // name up here, so every driver lives in one binary and is chosen at run
-// time. Built-in drivers (loopback) are present from the start; a driver
+// time. Built-in drivers (loopback, udp) are present from the start; a driver
 // library adds itself with register_driver() before the first open().
 #pragma once
 
@@ -42,5 +42,7 @@ int register_driver(std::string name, DriverFactory factory);
 
 /// Built-in: the in-process loopback driver (driver_loopback.cpp).
 int make_loopback_driver(const DeviceOptions& options, AttachedDriver& out);
+/// Built-in: kernel UDP sockets driven by io_uring (driver_udp.cpp).
+int make_udp_driver(const DeviceOptions& options, AttachedDriver& out);
 
 }  // namespace omrc::runtime
