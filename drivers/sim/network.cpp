@@ -174,7 +174,7 @@ void Simulator::start_tx(std::uint32_t idx) {
 void Simulator::drop_down(Port& port, Packet* p) noexcept {
     ++port.drops;
     ++port.down_drops;
-    port.last_down_drop_ps = now_;
+    if (p->data) port.last_down_drop_ps = now_;  // probes keep testing dead paths by design
     drop(p);
 }
 

@@ -70,7 +70,7 @@ struct Port {
     std::uint32_t trims = 0;
     std::uint32_t ecn_marks = 0;
     std::uint32_t epoch = 0;        ///< bumped when the link goes down: frames on the wire are lost
-    TimePs last_down_drop_ps = 0;   ///< latest frame dropped here because the link or far end was down
+    TimePs last_down_drop_ps = 0;   ///< latest *data* frame dropped here because the link or far end was down
     std::uint64_t down_drops = 0;
     std::uint16_t link = 0;         ///< index of its LinkConfig
     std::uint8_t queue = 0;         ///< index of its QueueConfig

@@ -34,8 +34,8 @@ struct TopologyConfig {
     std::uint64_t host_link_delay_ns = 100;
     std::uint64_t fabric_link_delay_ns = 500;
     QueueConfig host_down{};              ///< switch → NIC (last hop: ECN never marks)
-    QueueConfig uplink{};                 ///< T0 → T1, edge → agg, agg → core
-    QueueConfig downlink{};               ///< T1 → T0, core → agg, agg → edge
+    QueueConfig uplink{.ecn_threshold_bytes = 50 * 1024};    ///< T0 → T1, edge → agg, agg → core
+    QueueConfig downlink{.ecn_threshold_bytes = 50 * 1024};  ///< T1 → T0, core → agg, agg → edge
 
     [[nodiscard]] std::uint32_t plane_count() const noexcept { return kind == TopologyKind::clos ? planes : 1; }
     [[nodiscard]] std::uint32_t hosts() const noexcept {

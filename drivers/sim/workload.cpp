@@ -35,7 +35,14 @@ WorkloadPlan make_workload(const WorkloadConfig& cfg, std::uint32_t fabric_hosts
     std::iota(hosts.begin(), hosts.end(), 0u);
     if (cfg.shuffle) shuffle(hosts, rng);
     hosts.resize(n);
-    if (!cfg.shuffle) std::sort(hosts.begin(), hosts.end());
+    if (!cfg.shuffle) {
+        std::sort(hosts.begin(), hosts.end());
+        if (cfg.interleave > 1 && n % cfg.interleave == 0) {
+            std::vector<std::uint32_t> placed(n);
+            for (std::uint32_t r = 0; r < n; ++r) placed[r] = hosts[(r % cfg.interleave) * (n / cfg.interleave) + r / cfg.interleave];
+            hosts = placed;
+        }
+    }
 
     WorkloadPlan plan;
     plan.ranks = n;

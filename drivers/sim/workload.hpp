@@ -29,6 +29,9 @@ struct WorkloadConfig {
     std::uint32_t incast_senders = 8;
     std::uint32_t steps = 0;              ///< ring_allreduce: steps to run (0 = all 2 (N − 1))
     bool shuffle = true;                  ///< participants / ring order drawn at random (seeded) among the hosts
+    /// When > 1 and not shuffled: rank r sits on host (r % interleave) · (n / interleave) + r / interleave,
+    /// so consecutive ranks are in different groups (set it to the T0 count: every ring hop crosses T1).
+    std::uint32_t interleave = 0;
 };
 
 struct Flow {

@@ -1,2 +1,185 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// MRC's figures reproduced on scaled-down fabrics in virtual time (tag
+// [sim]): every assertion is on what the simulated engines achieved, against
+// a bound derived from the fabric (ideal FCT, lost capacity), never a
+// recorded number. The full-size runs are the scenario files in
+// bench/fabric/scenarios (docs/SIMULATOR.md).
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "drivers/sim/scenario.hpp"
+
+using namespace omrc;
+using namespace omrc::sim;
+
+namespace {
+
+/// Single-plane leaf-spine, 8 leaves × 16 hosts, 16 spines (full bisection), 100G.
+ScenarioConfig permutation_128(core::PathPolicy policy) {
+    ScenarioConfig c;
+    c.name = "perm_128";
+    c.seed = 11;
+    c.topology.kind = TopologyKind::leaf_spine;
+    c.topology.t0 = 8;
+    c.topology.t1 = 16;
+    c.topology.hosts_per_t0 = 16;
+    c.workload.kind = WorkloadKind::permutation;
+    c.workload.message_bytes = 2u << 20;
+    c.policy = policy;
+    c.cc.base_rtt_ns = 0;
+    c.max_time_ps = 20'000 * kPsPerUs;
+    return c;
+}
+
+/// 8-plane Clos, 2 T0 × 8 hosts, 8 T1 per plane (non-blocking); a ring
+/// allreduce whose every hop crosses T1 (ranks interleaved over the T0s).
+ScenarioConfig allreduce_16(std::uint32_t steps) {
+    ScenarioConfig c;
+    c.name = "allreduce_16";
+    c.seed = 3;
+    c.topology.planes = 8;
+    c.topology.t0 = 2;
+    c.topology.t1 = 8;
+    c.topology.hosts_per_t0 = 8;
+    c.workload.kind = WorkloadKind::ring_allreduce;
+    c.workload.message_bytes = 32u << 20;  // 2 MiB per rank per step
+    c.workload.steps = steps;
+    c.workload.shuffle = false;
+    c.workload.interleave = 2;
+    c.cc.base_rtt_ns = 0;
+    c.max_time_ps = 50'000 * kPsPerUs;
+    return c;
+}
+
+double mean_of(const std::vector<double>& v, std::size_t from, std::size_t to) {
+    to = std::min(to, v.size());
+    if (from >= to) return 0;
+    return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to), 0.0) /
+           static_cast<double>(to - from);
+}
+
+}  // namespace
+
+TEST_CASE("figure_a_e__ecmp_collisions_vs_spraying_on_a_permutation", "[sim]") {
+    const Result spray = run_scenario(permutation_128(core::PathPolicy::adaptive));
+    const Result ecmp = run_scenario(permutation_128(core::PathPolicy::ecmp));
+    REQUIRE(spray.completed);
+    REQUIRE(ecmp.completed);
+    REQUIRE(spray.qp_errors == 0);
+    REQUIRE(ecmp.qp_errors == 0);
+    INFO("spray p99/ideal " << spray.fct_p99_over_ideal << ", ecmp p99/ideal " << ecmp.fct_p99_over_ideal);
+    // (a) spraying stays within 15 % of the ideal FCT at p99; single-path ECMP collides.
+    REQUIRE(spray.fct_p99_over_ideal >= 1.0);
+    REQUIRE(spray.fct_p99_over_ideal <= 1.15);
+    REQUIRE(ecmp.fct_p99_over_ideal >= 2.5);
+    // (e) load-balance discreteness: spraying's T0→T1 utilisation CoV ≤ 10 % of ECMP's.
+    INFO("CoV spray " << spray.t0_t1_util_cov << ", ecmp " << ecmp.t0_t1_util_cov);
+    REQUIRE(ecmp.t0_t1_util_cov > 0.2);
+    REQUIRE(spray.t0_t1_util_cov <= 0.10 * ecmp.t0_t1_util_cov);
+}
+
+TEST_CASE("figure_b__t1_switch_lost_mid_allreduce_and_returned", "[sim]") {
+    const std::uint32_t steps = 24;
+    const Result base = run_scenario(allreduce_16(steps));
+    REQUIRE(base.completed);
+    REQUIRE(base.step_us.size() == steps);
+    const double step = mean_of(base.step_us, 0, steps);
+    // Lose T1 1 of plane 2 in step 6, bring it back after step 16 or so.
+    ScenarioConfig c = allreduce_16(steps);
+    FailureSpec down;
+    down.kind = FailureKind::switch_down;
+    down.tier = Tier::t1;
+    down.plane = 2;
+    down.index = 1;
+    down.at_ps = static_cast<TimePs>(step * 5.5 * 1e6);
+    FailureSpec up = down;
+    up.kind = FailureKind::switch_up;
+    up.at_ps = static_cast<TimePs>(step * 16.5 * 1e6);
+    c.failures = {down, up};
+    const Result r = run_scenario(c);
+    REQUIRE(r.completed);
+    REQUIRE(r.qp_errors == 0);
+    REQUIRE(r.ev_retirements > 0);
+    REQUIRE(r.step_us.size() == steps);
+    // Steps wholly inside the outage (after the transition steps) against the same steps without it.
+    const double failed = mean_of(r.step_us, 9, 16);
+    const double before = mean_of(base.step_us, 9, 16);
+    const double lost = 1.0 / (8.0 * 8.0);  // one T1 of 8, in one plane of 8
+    INFO("steady step during the outage " << failed << " µs vs " << before << " µs; lost capacity " << lost
+                                          << "; last data frame into the dead switch after " << r.dead_path_last_drop_us << " µs");
+    // The goal is a slowdown close to the lost capacity (1.6 %). The engine
+    // splits packets equally over planes, so the degraded plane (7/8 of its
+    // capacity left) gates the step: up to 8/7 − 1 = 14.3 % slower. Asserted:
+    // no worse than that (cross-plane rebalancing is not there yet;
+    // docs/SIMULATOR.md records the measured 13.7 %).
+    REQUIRE(failed <= before * (8.0 / 7.0) * 1.01);
+    // Senders stop using the dead switch within a bounded time (MRC: tens of µs;
+    // this engine measures ~120 µs, see docs/SIMULATOR.md).
+    REQUIRE(r.dead_path_last_drop_us >= 0);
+    REQUIRE(r.dead_path_last_drop_us <= 200);
+    // The switch's return costs nothing (its EVs come back through probes,
+    // whose backoff can reach 1 ms, so full speed returns later).
+    REQUIRE(mean_of(r.step_us, 18, steps) <= failed * 1.03);
+}
+
+TEST_CASE("figure_c__one_of_eight_nic_ports_lost", "[sim]") {
+    ScenarioConfig c;
+    c.name = "nic_port_loss";
+    c.seed = 5;
+    c.topology.planes = 8;
+    c.topology.t0 = 2;
+    c.topology.t1 = 8;
+    c.topology.hosts_per_t0 = 8;
+    c.workload.kind = WorkloadKind::permutation;
+    c.workload.message_bytes = 24u << 20;
+    c.workload.shuffle = false;
+    c.tracked_src_host = 0;
+    c.telemetry_bucket_ps = 10 * kPsPerUs;
+    FailureSpec f;
+    f.kind = FailureKind::nic_port_down;
+    f.host = 0;
+    f.plane = 3;
+    f.at_ps = 100 * kPsPerUs;
+    c.failures = {f};
+    c.max_time_ps = 20'000 * kPsPerUs;
+    const Result r = run_scenario(c);
+    REQUIRE(r.completed);
+    REQUIRE(r.qp_errors == 0);
+    const auto& s = r.tracked_series_gbps;
+    REQUIRE(s.size() > 25);
+    const double before = mean_of(s, 2, 10);     // 20..100 µs
+    const double after = mean_of(s, 13, 23);     // 130..230 µs
+    INFO("host 0 delivered " << before << " Gb/s before, " << after << " Gb/s after");
+    REQUIRE(before > 0.9 * 800);
+    REQUIRE(after >= 0.95 * 7.0 / 8.0 * before);
+    REQUIRE(after <= 7.0 / 8.0 * before * 1.02);  // and indeed only 7 ports' worth
+}
+
+TEST_CASE("figure_d__t0_t1_link_flaps_under_allreduce", "[sim]") {
+    const std::uint32_t steps = 40;
+    const Result base = run_scenario(allreduce_16(steps));
+    REQUIRE(base.completed);
+    ScenarioConfig c = allreduce_16(steps);
+    FailureSpec f;
+    f.kind = FailureKind::link_flap;
+    f.plane = 1;
+    f.index = 0;
+    f.peer = 2;
+    f.at_ps = 100 * kPsPerUs;
+    f.down_ps = 50 * kPsPerUs;
+    f.period_ps = 500 * kPsPerUs;
+    f.until_ps = 5'000 * kPsPerUs;
+    c.failures = {f};
+    const Result r = run_scenario(c);
+    REQUIRE(r.completed);
+    REQUIRE(r.qp_errors == 0);
+    REQUIRE(r.drops > 0);  // the flaps did hit traffic
+    const double with = mean_of(r.step_us, 0, steps), without = mean_of(base.step_us, 0, steps);
+    INFO("mean step " << with << " µs with flaps, " << without << " µs without");
+    // Aggressive flapping (down 10 % of the time, every 500 µs): each outage
+    // costs the frames in flight on that link one EV timeout. Goal: no
+    // measurable impact; measured ~23 % at this rate (docs/SIMULATOR.md).
+    REQUIRE(with <= without * 1.35);
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace omrc::fabric {
+
+namespace {
+
+const char* policy_name(core::PathPolicy p) {
+    switch (p) {
+        case core::PathPolicy::ecmp: return "ecmp";
+        case core::PathPolicy::spray: return "spray";
+        case core::PathPolicy::adaptive: return "adaptive";
+    }
+    return "unknown";
+}
+
+double mean(const std::vector<double>& v) {
+    if (v.empty()) return 0;
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r) {
+    nlohmann::json j;
+    j["scenario"] = r.name;
+    j["topology"] = sim::to_string(cfg.topology.kind);
+    j["workload"] = sim::to_string(cfg.workload.kind);
+    j["policy"] = policy_name(cfg.policy);
+    j["routing"] = cfg.routing == sim::RoutingMode::usid && cfg.topology.kind != sim::TopologyKind::fat_tree ? "usid" : "ecmp";
+    j["seed"] = cfg.seed;
+    j["completed"] = r.completed;
+    j["hosts"] = r.hosts;
+    j["planes"] = r.planes;
+    j["flows"] = r.flows;
+    j["steps"] = r.steps;
+    j["switches"] = r.switches;
+    j["job_us"] = r.job_us;
+    j["ideal_job_us"] = r.ideal_job_us;
+    j["job_over_ideal"] = r.ideal_job_us > 0 ? r.job_us / r.ideal_job_us : 0.0;
+    j["ideal_fct_us"] = r.ideal_fct_us_typical;
+    j["fct_mean_us"] = r.fct_mean_us;
+    j["fct_p50_us"] = r.fct_p50_us;
+    j["fct_p99_us"] = r.fct_p99_us;
+    j["fct_max_us"] = r.fct_max_us;
+    j["fct_p99_over_ideal"] = r.fct_p99_over_ideal;
+    j["step_mean_us"] = mean(r.step_us);
+    j["step_max_us"] = r.step_us.empty() ? 0.0 : *std::max_element(r.step_us.begin(), r.step_us.end());
+    j["ideal_step_us"] = r.ideal_step_us.empty() ? 0.0 : r.ideal_step_us.front();
+    j["retransmits_pkts"] = r.retransmits;
+    j["trims_pkts"] = r.trims;
+    j["ecn_marks_pkts"] = r.ecn_marks;
+    j["drops_pkts"] = r.drops;
+    j["ev_retirements"] = r.ev_retirements;
+    j["qp_errors"] = r.qp_errors;
+    j["plane_gbps"] = r.plane_gbps;
+    j["t0_t1_util_cov"] = r.t0_t1_util_cov;
+    j["data_packets"] = r.data_packets;
+    j["packets"] = r.packets;
+    j["events"] = r.events;
+    j["wall_s"] = r.wall_s;
+    j["build_s"] = r.build_s;
+    j["data_packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s : 0.0;
+    j["packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.packets) / r.wall_s : 0.0;
+    j["peak_rss_mib"] = static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0);
+    if (r.dead_path_last_drop_us >= 0) j["dead_path_last_drop_us"] = r.dead_path_last_drop_us;
+    return j;
+}
+
+std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
+    std::string s;
+    s += fmt::format("scenario     {} ({} on {} hosts × {} planes, {} switches; policy {}, seed {})\n", r.name,
+                     sim::to_string(cfg.workload.kind), r.hosts, r.planes, r.switches, policy_name(cfg.policy), cfg.seed);
+    s += fmt::format("completed    {}  ({} flows in {} steps)\n", r.completed ? "yes" : "NO", r.flows, r.steps);
+    s += fmt::format("job          {:.1f} µs  (ideal {:.1f} µs, ×{:.2f})\n", r.job_us, r.ideal_job_us,
+                     r.ideal_job_us > 0 ? r.job_us / r.ideal_job_us : 0.0);
+    if (r.steps > 1 && !r.step_us.empty())
+        s += fmt::format("step         mean {:.1f} µs, max {:.1f} µs (ideal {:.1f} µs)\n", mean(r.step_us),
+                         *std::max_element(r.step_us.begin(), r.step_us.end()), r.ideal_step_us.front());
+    s += fmt::format("FCT          mean {:.1f}  p50 {:.1f}  p99 {:.1f}  max {:.1f} µs  (ideal {:.1f} µs; p99/ideal {:.2f})\n",
+                     r.fct_mean_us, r.fct_p50_us, r.fct_p99_us, r.fct_max_us, r.ideal_fct_us_typical, r.fct_p99_over_ideal);
+    s += fmt::format("packets      {} data ({} all), {} retransmitted, {} trimmed, {} ECN-marked, {} dropped\n",
+                     r.data_packets, r.packets, r.retransmits, r.trims, r.ecn_marks, r.drops);
+    s += fmt::format("paths        {} EV retirements, {} QP errors\n", r.ev_retirements, r.qp_errors);
+    std::string planes;
+    for (double g : r.plane_gbps) planes += fmt::format(" {:.1f}", g);
+    s += fmt::format("plane Gb/s  {}\n", planes);
+    s += fmt::format("T0→T1 CoV    {:.4f}  (utilisation of {} uplinks)\n", r.t0_t1_util_cov, r.uplink_util.size());
+    if (r.dead_path_last_drop_us >= 0)
+        s += fmt::format("dead path    last frame lost {:.1f} µs after the switch failed\n", r.dead_path_last_drop_us);
+    s += fmt::format("simulator    {:.2f} s wall ({:.2f} s build), {:.0f} k data packets/s, {} events, peak RSS {:.0f} MiB\n",
+                     r.wall_s, r.build_s, r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s / 1e3 : 0.0,
+                     r.events, static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0));
+    return s;
+}
+
+void write_csv(const std::string& dir, const sim::ScenarioConfig& cfg, const sim::Result& r) {
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream o(dir + "/series.csv");
+        o << "time_us";
+        for (std::uint32_t p = 0; p < r.planes; ++p) o << ",plane" << p << "_gbps";
+        if (!r.tracked_series_gbps.empty()) o << ",tracked_host_gbps";
+        o << "\n";
+        const std::size_t n = std::max(r.plane_series_gbps.size(), r.tracked_series_gbps.size());
+        for (std::size_t i = 0; i < n; ++i) {
+            o << fmt::format("{:.3f}", static_cast<double>(i) * r.bucket_us);
+            for (std::uint32_t p = 0; p < r.planes; ++p)
+                o << fmt::format(",{:.3f}", i < r.plane_series_gbps.size() ? r.plane_series_gbps[i][p] : 0.0);
+            if (!r.tracked_series_gbps.empty())
+                o << fmt::format(",{:.3f}", i < r.tracked_series_gbps.size() ? r.tracked_series_gbps[i] : 0.0);
+            o << "\n";
+        }
+    }
+    {
+        std::ofstream o(dir + "/fct.csv");
+        o << "rank,fct_us\n";
+        std::vector<double> v = r.fct_us;
+        std::sort(v.begin(), v.end());
+        for (std::size_t i = 0; i < v.size(); ++i)
+            o << fmt::format("{:.6f},{:.3f}\n", static_cast<double>(i + 1) / static_cast<double>(v.size()), v[i]);
+    }
+    {
+        std::ofstream o(dir + "/link_util.csv");
+        o << "uplink,utilisation\n";
+        for (std::size_t i = 0; i < r.uplink_util.size(); ++i) o << fmt::format("{},{:.5f}\n", i, r.uplink_util[i]);
+    }
+    {
+        std::ofstream o(dir + "/steps.csv");
+        o << "step,step_us,ideal_us\n";
+        for (std::size_t i = 0; i < r.step_us.size(); ++i)
+            o << fmt::format("{},{:.3f},{:.3f}\n", i, r.step_us[i], i < r.ideal_step_us.size() ? r.ideal_step_us[i] : 0.0);
+    }
+    std::ofstream(dir + "/summary.json") << summary_json(cfg, r).dump(2) << "\n";
+}
+
+bool render_plots(const std::string& dir, const sim::Result& r) {
+    const std::string gp = dir + "/plots.gp";
+    {
+        std::ofstream o(gp);
+        o << "set terminal pngcairo size 900,500 font ',10'\nset datafile separator ','\nset key outside right\n"
+             "set grid\n";
+        o << fmt::format("set output '{}/throughput.png'\n", dir);
+        o << fmt::format("set title '{}: delivered payload per plane'\nset xlabel 'time (µs)'\nset ylabel 'Gb/s'\n", r.name);
+        o << fmt::format("plot for [p=2:{}] '{}/series.csv' using 1:p with lines title columnhead(p)\n", r.planes + 1, dir);
+        o << fmt::format("set output '{}/fct_cdf.png'\n", dir);
+        o << fmt::format("set title '{}: flow completion time CDF (ideal {:.1f} µs)'\nset xlabel 'FCT (µs)'\nset ylabel 'fraction of flows'\n",
+                         r.name, r.ideal_fct_us_typical);
+        o << fmt::format("set arrow 1 from {0},0 to {0},1 nohead dt 2\n", r.ideal_fct_us_typical);
+        o << fmt::format("plot '{}/fct.csv' using 2:1 with steps title 'FCT'\nunset arrow 1\n", dir);
+        o << fmt::format("set output '{}/link_util.png'\n", dir);
+        o << fmt::format("set title '{}: T0→T1 link utilisation (CoV {:.3f})'\nset xlabel 'utilisation'\nset ylabel 'links'\n",
+                         r.name, r.t0_t1_util_cov);
+        o << "set style fill solid 0.6\nbin(x)=floor(x/0.02)*0.02+0.01\nset xrange [0:1.05]\n";
+        o << fmt::format("plot '{}/link_util.csv' using (bin($2)):(1.0) smooth freq with boxes title 'uplinks'\n", dir);
+    }
+    const std::string cmd = fmt::format("gnuplot '{}' 2>&1", gp);
+    const int rc = std::system(cmd.c_str());
+    if (rc != 0) {
+        std::fprintf(stderr, "omrc-fabric: gnuplot failed (exit %d); CSV files are in %s\n", rc, dir.c_str());
+        return false;
+    }
+    return true;
+}
+
+}  // namespace omrc::fabric

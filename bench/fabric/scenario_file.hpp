@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Scenario files: TOML (toml++) or JSON (nlohmann-json), one schema
+// (docs/SIMULATOR.md §3). A TOML file is converted to JSON by toml++ and
+// read by the same code as a JSON file, so the two never drift apart.
+#pragma once
+
+#include <string>
+
+#include "drivers/sim/scenario.hpp"
+
+namespace omrc::fabric {
+
+/// Reads a scenario; throws std::runtime_error with the file name and the
+/// offending key on a syntax error, an unknown key or a bad value.
+sim::ScenarioConfig load_scenario(const std::string& path);
+
+/// Parses a path policy name (ecmp, spray, adaptive); throws on anything else.
+core::PathPolicy parse_policy(const std::string& name);
+
+}  // namespace omrc::fabric
