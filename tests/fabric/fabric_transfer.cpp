@@ -152,10 +152,10 @@ int main(int argc, char** argv) {
     std::string eal, ports_a, ports_b, nh_a, nh_b, link_down_cmd, plane_down_cmd, on_open_cmd, stats_out;
     std::uint32_t planes = 2, t0 = 2, t1 = 2, hosts_per_t0 = 1, host_a = 0, host_b = 1;
     std::uint64_t bytes = 256ull << 20;
-    std::uint32_t msg_kib = 256, depth = 16, mtu = 4096, evs = 64, window_kib = 1024;
+    std::uint32_t msg_kib = 256, depth = 16, mtu = 4096, evs = 64, window_kib = 256;
     std::uint32_t failed_plane = 0, failed_t1 = 1, down_plane = 1;
-    double link_down_at = 0.3, plane_down_at = 0.65, recover_fraction = 0.5, interval_ms = 50, timeout_s = 120;
-    double ev_timeout_us = 2000, grace_ms = 20;
+    double link_down_at = 0.3, plane_down_at = 0.65, recover_fraction = 0.5, interval_ms = 25, timeout_s = 120;
+    double ev_timeout_us = 4000, grace_ms = 20;
     std::string policy_name = "adaptive";
     std::uint64_t seed = 1;
     app.add_option("--eal", eal, "EAL arguments (ports as --vdev)")->required();
@@ -309,12 +309,15 @@ int main(int argc, char** argv) {
     // Failure bookkeeping.
     Command link_cmd, plane_cmd;
     bool link_down = false, plane_down = false;
+    int link_rc = -1, plane_rc = -1;
+    double t_link_cmd_done = -1, t_plane_cmd_done = -1;
     double t_link_down = 0, t_plane_down = 0, t_all_retired = -1, t_b_noticed = -1, t_a_told = -1;
     View a_at_link_down, a_at_plane_down, b_at_plane_down, a_at_told;
     std::vector<std::size_t> through;  // sender slots whose EV crossed the failed link when it went down
     bool told_snapshot_taken = false;
     const char* pending_mark = "";
 
+    auto last_progress = t_start;
     auto place_fraction = [&]() { return static_cast<double>(last_rx_bytes) / static_cast<double>(bytes); };
 
     while (completed < messages && !wr_error) {
@@ -353,6 +356,20 @@ int main(int argc, char** argv) {
                     t_a_told = secs(now);
             }
         }
+        // The fabric commands' exit: from then on the link (port) is down for sure.
+        if (link_cmd.pid > 0 && (link_rc = link_cmd.poll()) >= 0) t_link_cmd_done = secs(now);
+        if (plane_cmd.pid > 0 && (plane_rc = plane_cmd.poll()) >= 0) t_plane_cmd_done = secs(now);
+        // After the link failure: when was the last EV through it retired (1 ms resolution)?
+        if (link_down && t_all_retired < 0 && !through.empty()) {
+            static auto next_retire_watch = now;
+            if (now >= next_retire_watch) {
+                next_retire_watch = now + std::chrono::milliseconds(1);
+                const View a = view(*s[0].dev);
+                bool all = true;
+                for (std::size_t i : through) all = all && a.slots[i].retirements > a_at_link_down.slots[i].retirements;
+                if (all) t_all_retired = secs(now);
+            }
+        }
         if (t_a_told >= 0 && !told_snapshot_taken && secs(now) >= t_a_told + grace_ms / 1e3) {
             a_at_told = view(*s[0].dev);
             told_snapshot_taken = true;
@@ -371,11 +388,6 @@ int main(int argc, char** argv) {
             pending_mark = "";
             timeline.push_back(smp);
             last_rx_bytes = rx;
-            if (link_down && t_all_retired < 0 && !through.empty()) {
-                bool all = true;
-                for (std::size_t i : through) all = all && a.slots[i].retirements > a_at_link_down.slots[i].retirements;
-                if (all) t_all_retired = smp.t;
-            }
             last_a = a;
             next_sample = now + interval;
         }
@@ -405,9 +417,11 @@ int main(int argc, char** argv) {
                 return 2;
             }
         }
-        if (secs(now) > timeout_s) {
-            std::fprintf(stderr, "fabric_transfer: %zu of %zu WRITEs done after %.0f s: giving up\n", completed,
-                         messages, timeout_s);
+        if (n > 0) last_progress = now;
+        const bool qp_err = s[0].qp->state() == omrc::QpState::err || s[1].qp->state() == omrc::QpState::err;
+        if (secs(now) > timeout_s || now - last_progress > std::chrono::seconds(15) || qp_err) {
+            std::fprintf(stderr, "fabric_transfer: %zu of %zu WRITEs done after %.1f s (%s): giving up\n", completed,
+                         messages, secs(now), qp_err ? "a QP is in ERR" : "no progress");
             std::fprintf(stderr, "sender: %s\nreceiver: %s\n", s[0].dev->stats_json().c_str(),
                          s[1].dev->stats_json().c_str());
             return 1;
@@ -416,8 +430,8 @@ int main(int argc, char** argv) {
     const double t_end = secs(Clock::now());
     const View a_end = view(*s[0].dev);
     const View b_end = view(*s[1].dev);
-    const int link_rc = link_cmd.poll(true);
-    const int plane_rc = plane_cmd.poll(true);
+    if (link_cmd.pid > 0) link_rc = link_cmd.poll(true);
+    if (plane_cmd.pid > 0) plane_rc = plane_cmd.poll(true);
 
     // Timeline.
     std::printf("%8s %8s", "t (ms)", "Gb/s");
@@ -457,6 +471,7 @@ int main(int argc, char** argv) {
     const double after3 = mean_gbps(plane_down ? t_plane_down : t_end, t_end);
 
     std::uint64_t retired_through = 0, retired_other_slots = 0;
+    std::vector<std::uint64_t> retired_other_per_plane(planes, 0);
     for (std::size_t i = 0; i < a_at_link_down.slots.size(); ++i) {
         const std::uint64_t d =
             (plane_down ? a_at_plane_down : a_end).slots[i].retirements - a_at_link_down.slots[i].retirements;
@@ -464,8 +479,12 @@ int main(int argc, char** argv) {
             if (d > 0) ++retired_through;
         } else if (d > 0) {
             ++retired_other_slots;
+            ++retired_other_per_plane[a_at_link_down.slots[i].plane];
         }
     }
+    std::string other_planes;
+    for (std::uint32_t p = 0; p < planes; ++p)
+        other_planes += (p ? ", p" : "p") + std::to_string(p) + " " + std::to_string(retired_other_per_plane[p]);
     const View& a_phase2 = plane_down ? a_at_plane_down : a_end;
     std::uint32_t still_through = 0;
     for (const Slot& sl : a_phase2.slots)
@@ -475,6 +494,9 @@ int main(int argc, char** argv) {
         bad_all_through = bad_all_through && ev_plane(ev) == failed_plane && ev_t1(ev, t1) == failed_t1;
 
     std::printf("\n%zu/%zu WRITEs in %.2f s: %.2f Gb/s overall\n", completed, messages, t_end, total_gbps);
+    std::printf("link-down command ran %.0f-%.0f ms", t_link_down * 1e3, t_link_cmd_done * 1e3);
+    if (plane_down) std::printf(", port-down command %.0f-%.0f ms", t_plane_down * 1e3, t_plane_cmd_done * 1e3);
+    std::printf(" (times below count from the command's start)\n");
     std::printf("throughput before the link failure %.2f Gb/s; lowest interval after it %.2f Gb/s;\n", before, dip);
     if (t_recovered >= 0)
         std::printf("back to >= %.0f %% after %.0f ms; %.2f Gb/s (%.0f %%) until the port failure\n",
@@ -482,12 +504,12 @@ int main(int argc, char** argv) {
     else
         std::printf("throughput did not return to %.0f %% of before\n", recover_fraction * 100);
     std::printf("EVs through the failed link when it failed: %zu; retired since: %llu (all of them %s); "
-                "other slots with a retirement: %llu; sender EV retirements %llu -> %llu, EV timeouts %llu, "
+                "other slots with a retirement: %llu (%s); sender EV retirements %llu -> %llu, EV timeouts %llu, "
                 "packets resent %llu\n",
                 through.size(), static_cast<unsigned long long>(retired_through),
                 t_all_retired >= 0 ? ("within " + std::to_string(static_cast<int>((t_all_retired - t_link_down) * 1e3)) + " ms").c_str()
                                    : "not seen",
-                static_cast<unsigned long long>(retired_other_slots),
+                static_cast<unsigned long long>(retired_other_slots), other_planes.c_str(),
                 static_cast<unsigned long long>(a_at_link_down.ev_retirements),
                 static_cast<unsigned long long>(a_phase2.ev_retirements),
                 static_cast<unsigned long long>(a_end.ev_timeouts), static_cast<unsigned long long>(a_end.resent));
