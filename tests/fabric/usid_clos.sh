@@ -73,6 +73,8 @@ cleanup() {
     else
         fab_destroy
     fi
+    # The EAL's runtime directory of this run's --file-prefix.
+    rm -rf "/var/run/dpdk/$FAB_PREFIX"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -178,7 +180,9 @@ else
     args+=(--mtu 2048 --plane-down-cmd "")
 fi
 echo "usid_clos: transfer ($PMD ports)"
-ip netns exec "$H" "$TRANSFER" "${args[@]}" "${EXTRA[@]}"
+# In the background so that a signal reaches the trap (and the cleanup) at once.
+ip netns exec "$H" "$TRANSFER" "${args[@]}" "${EXTRA[@]}" &
+wait $!
 rc=$?
 
 echo "usid_clos: uN packets per T1 (every T1 must have carried the transfer):"
