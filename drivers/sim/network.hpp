@@ -70,13 +70,15 @@ struct Port {
     std::uint32_t trims = 0;
     std::uint32_t ecn_marks = 0;
     std::uint32_t epoch = 0;        ///< bumped when the link goes down: frames on the wire are lost
+    TimePs busy_until_ps = 0;       ///< end of the current frame's serialisation
+    TimePs tx_event_ps = kNeverPs;  ///< time of the live tx_done event (others pending are stale)
     TimePs last_down_drop_ps = 0;   ///< latest *data* frame dropped here because the link or far end was down
     std::uint64_t down_drops = 0;
     std::uint16_t link = 0;         ///< index of its LinkConfig
     std::uint8_t queue = 0;         ///< index of its QueueConfig
     std::uint8_t local = 0;         ///< plane of a NIC port (NIC side only)
     bool up = true;
-    bool busy = false;              ///< a frame is serialising
+    bool busy = false;              ///< a frame is serialising (until busy_until_ps)
     bool nic_side = false;          ///< this port belongs to a NIC
     bool last_hop = false;          ///< switch port facing a NIC: no ECN, last-hop trim DSCP
     bool peer_is_switch = false;

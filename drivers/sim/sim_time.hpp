@@ -24,8 +24,8 @@ inline constexpr TimePs kPsPerUs = 1'000'000;
 
 /// Time to serialise `bytes` at `rate_bps` (rounded down to a picosecond).
 [[nodiscard]] constexpr TimePs serialization_ps(std::uint64_t bytes, std::uint64_t rate_bps) noexcept {
-    // bytes · 8e12 fits in 64 bits for frames (< 2 MB); rates are ≥ 1 Gb/s.
-    return bytes * 8'000'000'000'000ull / rate_bps;
+    // 128-bit: whole messages (ideal times) overflow 64 bits beyond 2 MB.
+    return static_cast<TimePs>(static_cast<unsigned __int128>(bytes) * 8'000'000'000'000ull / rate_bps);
 }
 
 }  // namespace omrc::sim
