@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// omrc-perf: RDMA WRITE bandwidth and latency over OpenMRC, shaped like
+// perftest's ib_write_bw / ib_write_lat (docs/DRIVERS.md, "omrc-perf").
+//
+//   omrc-perf write_bw [options]                  server: waits for one client
+//   omrc-perf write_bw [options] <server-host>    client: runs the test
+//   omrc-perf write_lat --driver loopback         both ends in this process
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "drivers/loopback/loopback.hpp"
+#include "perf.hpp"
+#ifdef OMRC_HAVE_DPDK
+#include "omrc/dpdk.hpp"
+#endif
+
+namespace {
+
+using omrc::perf::Options;
+using omrc::perf::Test;
+
+/// Both ends over an in-process real-time loopback fabric, the server on a
+/// thread of its own and the out-of-band channel on a free local port.
+int run_loopback(Options o) {
+    omrc::loopback::FabricConfig c;
+    c.endpoints = 2;
+    c.planes = o.planes != 0 ? o.planes : 4;
+    c.mode = omrc::loopback::ClockMode::real_time;
+    c.link_delay_ns = 1'000;
+    c.ring_slots = 4096;
+    c.rx_pool_frames = 4096;
+    omrc::loopback::Fabric fabric(c);
+    o.planes = 0;  // the fabric's
+    Options server = o;
+    server.server.clear();
+    server.port = 0;
+    server.quiet = true;
+    server.out_json.clear();
+    server.driver_context = &fabric;
+    server.endpoint = 1;
+    std::atomic<std::uint16_t> port{0};
+    std::atomic<bool> server_done{false};
+    int server_rc = 0;
+    std::thread t([&] {
+        server_rc = omrc::perf::run(server, &port);
+        server_done = true;
+    });
+    while (port.load() == 0 && !server_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    int rc = 1;
+    if (port.load() != 0) {
+        Options client = o;
+        client.server = "localhost";
+        client.port = port.load();
+        client.driver_context = &fabric;
+        client.endpoint = 0;
+        rc = omrc::perf::run(client);
+    }
+    t.join();
+    return rc != 0 ? rc : server_rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef OMRC_HAVE_DPDK
+    omrc::dpdk::register_driver();
+#endif
+    CLI::App app{"omrc-perf: RDMA WRITE bandwidth and latency over OpenMRC (perftest-style)"};
+    std::string test;
+    Options o;
+    std::uint32_t size = 0;
+    bool all = false;
+    app.add_option("test", test, "write_bw or write_lat")->required()->check(CLI::IsMember({"write_bw", "write_lat"}));
+    app.add_option("server", o.server, "server host (omit to be the server)");
+    app.add_option("-s,--size", size, "message size in bytes (default 65536 for write_bw, 2 for write_lat)")
+        ->check(CLI::Range(1u, 1u << 30));
+    app.add_flag("-a,--all", all, "run every size 2..2^23");
+    app.add_option("-n,--iters", o.iters, "iterations per size (default 5000 bw, 1000 lat)");
+    app.add_option("-D,--duration", o.duration_s, "run each size this many seconds instead of -n")->check(CLI::PositiveNumber);
+    app.add_option("-q,--qp", o.qps, "QPs (write_bw)")->check(CLI::Range(1u, 1024u));
+    app.add_option("-t,--tx-depth", o.tx_depth, "outstanding WRITEs per QP (default 128 bw, 1 lat)")
+        ->check(CLI::Range(1u, 65536u));
+    app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/sec (default MB/sec, 2^20 bytes)");
+    app.add_option("--out_json", o.out_json, "also write the results as JSON to this file");
+    app.add_option("-p,--port", o.port, "out-of-band TCP port")->check(CLI::Range(1, 65535));
+    app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));
+    app.add_option("--eal", o.eal, "DPDK EAL arguments (dpdk driver: args[\"eal\"])");
+    app.add_option("--planes", o.planes, "planes (0: the driver's default)")->check(CLI::Range(0u, 15u));
+    app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));
+    app.add_option("--policy", o.policy, "ecmp, spray or adaptive")->check(CLI::IsMember({"ecmp", "spray", "adaptive"}));
+    app.add_option("--mtu", o.mtu, "payload bytes per packet (64..4096, multiple of 64)")->check(CLI::Range(64u, 4096u));
+    app.add_option("--dev-arg", o.dev_args, "driver option key=value (repeatable), e.g. local=[::1]:14800");
+    app.add_option("--oob_timeout_ms", o.oob_timeout_ms, "connect / peer reply timeout")->check(CLI::Range(100u, 600'000u));
+    app.add_option("--qp_timeout_ms", o.qp_timeout_ms, "QP timeout (no progress for 8x this fails the test)")
+        ->check(CLI::Range(1u, 60'000u));
+    CLI11_PARSE(app, argc, argv);
+
+    o.test = test == "write_bw" ? Test::write_bw : Test::write_lat;
+    if (all) {
+        for (std::uint32_t s = 2; s <= (1u << 23); s <<= 1) o.sizes.push_back(s);
+    } else {
+        o.sizes.push_back(size != 0 ? size : o.test == Test::write_bw ? 65536 : 2);
+    }
+    if (o.mtu % 64 != 0) {
+        fmt::print(stderr, "omrc-perf: error: --mtu must be a multiple of 64\n");
+        return 1;
+    }
+#ifndef OMRC_HAVE_DPDK
+    if (o.driver == "dpdk") {
+        fmt::print(stderr, "omrc-perf: error: this omrc-perf was built without the DPDK driver\n");
+        return 1;
+    }
+#endif
+    if (!o.eal.empty() && o.driver != "dpdk") {
+        fmt::print(stderr, "omrc-perf: error: --eal applies to --driver dpdk only\n");
+        return 1;
+    }
+    if (o.driver == "loopback") {
+        if (!o.server.empty()) {
+            fmt::print(stderr, "omrc-perf: error: --driver loopback runs both ends in this process: give no server host\n");
+            return 1;
+        }
+        return run_loopback(o);
+    }
+    return omrc::perf::run(o);
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// omrc-perf: perftest-shaped RDMA WRITE bandwidth and latency tests over the
+// OpenMRC verbs API (docs/DRIVERS.md, "omrc-perf").
+#pragma once
+
+#include <any>
+#include <atomic>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace omrc::perf {
+
+enum class Test : std::uint8_t { write_bw, write_lat };
+const char* to_string(Test t);
+
+struct Options {
+    Test test = Test::write_bw;
+    std::string server;                 ///< empty: this process is the server
+    std::vector<std::uint32_t> sizes;   ///< message sizes, bytes
+    std::uint64_t iters = 0;            ///< per size (0: the test's default)
+    double duration_s = 0;              ///< > 0: run each size this long instead of `iters`
+    std::uint32_t qps = 1;
+    std::uint32_t tx_depth = 0;         ///< outstanding WRs per QP (0: the test's default)
+    bool report_gbits = false;
+    std::string out_json;
+    std::uint16_t port = 18515;
+    std::string driver = "udp";
+    std::string eal;
+    std::uint32_t planes = 0;           ///< 0: the driver's default
+    std::uint32_t evs = 128;
+    std::string policy = "adaptive";
+    std::uint32_t mtu = 4096;
+    std::vector<std::string> dev_args;  ///< key=value for DeviceOptions::args
+    std::uint32_t oob_timeout_ms = 5000;  ///< connect and every wait for the peer's next message
+    std::uint32_t qp_timeout_ms = 200;    ///< QpAttr::timeout_ns (× retry_cnt+1 without progress → error)
+    bool quiet = false;                   ///< print nothing (the in-process loopback server)
+    /// In-process driver context (loopback fabric) and its endpoint.
+    std::any driver_context;
+    std::uint32_t endpoint = 0;
+};
+
+/// One size's result, as measured by the client.
+struct Result {
+    std::uint32_t bytes = 0;
+    std::uint64_t iterations = 0;
+    // write_bw (MB/sec = 2^20 bytes/s, or Gb/sec = 10^9 bits/s with report_gbits)
+    double bw_peak = 0, bw_avg = 0, msg_rate_mpps = 0;
+    // write_lat, microseconds, half round trip
+    double t_min = 0, t_max = 0, t_typical = 0, t_avg = 0, t_stdev = 0, p99 = 0, p999 = 0;
+};
+nlohmann::json to_json(const Result& r);
+bool from_json(const nlohmann::json& j, Result& r);
+
+/// Runs the server or the client role; returns the process exit status.
+/// The server stores the port it listens on into *bound_port_out (if given).
+int run(const Options& o, std::atomic<std::uint16_t>* bound_port_out = nullptr);
+
+// report.cpp
+void print_header(const Options& o, const std::string& role, std::uint32_t planes);
+void print_row(const Options& o, const Result& r);
+void print_footer(const Options& o);
+/// Writes the JSON report to o.out_json (if set). Returns "" or the error.
+std::string write_json(const Options& o, const std::vector<Result>& results, std::uint32_t planes);
+
+}  // namespace omrc::perf
