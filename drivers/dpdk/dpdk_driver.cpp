@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "drivers/dpdk/dpdk_driver.hpp"
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <set>
 #include <stdexcept>
 
+#include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -62,6 +66,13 @@ std::string mempool_name(const char* what) {
     return std::string("omrc_") + what + "_" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n++);
 }
 
+/// Largest QP MTU (payload per packet, a multiple of 64) whose frames fit
+/// `max_frame` bytes: SRv6 data headers without SRH plus the tail.
+std::uint32_t max_payload(std::uint32_t max_frame) {
+    constexpr std::uint32_t kWorstHeaders = 142 + 8;
+    return max_frame > kWorstHeaders ? (max_frame - kWorstHeaders) / 64 * 64 : 0;
+}
+
 rte_iova_t iova_of(const void* va) {
     if (rte_eal_iova_mode() == RTE_IOVA_VA) return reinterpret_cast<rte_iova_t>(va);
     return rte_mem_virt2iova(va);
@@ -76,6 +87,15 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out) {
             out.eal = value;
         } else if (key == "ports") {
             out.ports = split_commas(value);
+        } else if (key == "vdevs") {
+            std::size_t start = 0;
+            while (start <= value.size()) {
+                const std::size_t semi = value.find(';', start);
+                std::string item = value.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+                if (!item.empty()) out.vdevs.push_back(std::move(item));
+                if (semi == std::string::npos) break;
+                start = semi + 1;
+            }
         } else if (key == "rx_desc" || key == "tx_desc") {
             if (!parse_u32(value, v) || v < 64 || v > 16384) {
                 runtime::logger().error("dpdk: {}={} must be 64..16384", key, value);
@@ -101,7 +121,7 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out) {
             }
             out.backlog = v;
         } else {
-            runtime::logger().error("dpdk: unknown option {} (eal, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog)",
+            runtime::logger().error("dpdk: unknown option {} (eal, vdevs, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog)",
                                     key);
             return EINVAL;
         }
@@ -113,6 +133,15 @@ DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
     if (const int e = ensure_eal(eal_arguments(o.eal)); e != 0)
         throw std::runtime_error(std::string("EAL initialisation failed: ") + rte_strerror(e));
 
+    // Virtual devices of this device, added to a running EAL (hotplug) when
+    // the EAL arguments did not create them.
+    for (const std::string& v : o.vdevs) {
+        const std::string name = v.substr(0, v.find(','));
+        std::uint16_t existing = 0;
+        if (rte_eth_dev_get_port_by_name(name.c_str(), &existing) == 0) continue;
+        if (const int e = rte_dev_probe(v.c_str()); e != 0)
+            throw std::runtime_error("vdev " + v + ": " + rte_strerror(-e));
+    }
     std::vector<std::string> specs = o.ports;
     if (specs.empty()) {
         std::uint16_t pid = 0;
@@ -185,18 +214,20 @@ void DpdkDriver::open_port(const std::string& spec) {
         throw std::runtime_error("port " + spec + ": tx queue: " + rte_strerror(-e));
     // Room for 4 KiB payload frames where the PMD lets us set it; a PMD that
     // can't keeps its own limit (the QP MTU must then fit it).
-    if (info.max_mtu >= kFrameRoom - kEthHeader) (void)rte_eth_dev_set_mtu(pid, kFrameRoom - kEthHeader);
+    if (info.max_rx_pktlen >= kFrameRoom + RTE_ETHER_CRC_LEN) (void)rte_eth_dev_set_mtu(pid, kFrameRoom - kEthHeader);
     if (const int e = rte_eth_dev_start(pid); e != 0)
         throw std::runtime_error("port " + spec + ": start: " + rte_strerror(-e));
     rte_ether_addr mac{};
     (void)rte_eth_macaddr_get(pid, &mac);
     std::memcpy(port.mac.data(), mac.addr_bytes, 6);
-    rte_eth_link link{};
-    (void)rte_eth_link_get_nowait(pid, &link);
-    port.up = link.link_status == RTE_ETH_LINK_UP;
     port.backlog.reserve(opt_.backlog);
     std::uint16_t mtu = 0;
     (void)rte_eth_dev_get_mtu(pid, &mtu);
+    port.max_frame = static_cast<std::uint32_t>(mtu) + kEthHeader;
+    // af_packet reports its link up whatever the interface does: read the
+    // interface's own state instead.
+    if (std::strcmp(info.driver_name, "net_af_packet") == 0 && info.if_index != 0) port.if_index = info.if_index;
+    port.up = link_state(port);
     runtime::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, link {}, chains {}", ports_.size() - 1, pid,
                            port.name, info.driver_name, mtu, port.up ? "up" : "down", port.chains ? "yes" : "no");
 }
@@ -220,16 +251,33 @@ void DpdkDriver::close() {
     pool_ = ext_pool_ = small_pool_ = nullptr;
 }
 
+bool DpdkDriver::link_state(const Port& p) const {
+    if (p.if_index != 0) {
+        char name[IF_NAMESIZE] = {};
+        if (if_indextoname(p.if_index, name) == nullptr) return false;
+        ifreq ifr{};
+        std::memcpy(ifr.ifr_name, name, IF_NAMESIZE);
+        const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return p.up;
+        const int rc = ::ioctl(fd, SIOCGIFFLAGS, &ifr);
+        ::close(fd);
+        if (rc != 0) return false;
+        return (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+    }
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(p.id, &link) != 0) return p.up;
+    return link.link_status == RTE_ETH_LINK_UP;
+}
+
 void DpdkDriver::poll_links(std::uint64_t now_ns) {
     if (now_ns < next_link_poll_ns_) return;
     next_link_poll_ns_ = now_ns + kLinkPollNs;
     for (std::size_t i = 0; i < ports_.size(); ++i) {
-        rte_eth_link link{};
-        if (rte_eth_link_get_nowait(ports_[i].id, &link) != 0) continue;
-        const bool up = link.link_status == RTE_ETH_LINK_UP;
+        const bool up = link_state(ports_[i]);
         if (up == ports_[i].up) continue;
         ports_[i].up = up;
         ++ports_[i].c.link_changes;
+        if (!up) drop_backlog(ports_[i]);
         link_events_.push_back({static_cast<std::uint8_t>(i), up});
         runtime::logger().info("dpdk: port {} ({}) link {}", ports_[i].id, ports_[i].name, up ? "up" : "down");
     }
@@ -356,6 +404,16 @@ rte_mbuf* DpdkDriver::build(const wire::GatherFrame& g, Port& p, TxReleaseRing::
     return head;
 }
 
+void DpdkDriver::drop_backlog(Port& p) {
+    // Frames still waiting for a port that went down are lost with it (their
+    // payload is released as they are freed).
+    for (std::size_t i = p.backlog_head; i < p.backlog.size(); ++i) rte_pktmbuf_free(p.backlog[i]);
+    p.c.tx_dropped_link_down += p.backlog.size() - p.backlog_head;
+    backlogged_ -= p.backlog.size() - p.backlog_head;
+    p.backlog.clear();
+    p.backlog_head = 0;
+}
+
 void DpdkDriver::flush(Port& p) {
     while (p.backlog_head < p.backlog.size()) {
         const auto n = static_cast<std::uint16_t>(std::min<std::size_t>(p.backlog.size() - p.backlog_head, 512));
@@ -382,6 +440,18 @@ std::size_t DpdkDriver::tx_burst(std::span<const wire::GatherFrame> frames, std:
         Port& p = ports_[g.plane];
         if (!p.up) {  // a dead port: the frame is lost, as on a cable pulled out
             ++p.c.tx_dropped_link_down;
+            (void)release_->begin_frame();
+            release_->commit_frame();
+            ++accepted;
+            continue;
+        }
+        if (g.size() > p.max_frame) {
+            // The PMD would refuse it forever: it is lost here, counted, and
+            // the QP's MTU must come down (see the warning).
+            if (p.c.tx_oversize++ == 0)
+                runtime::logger().warn("dpdk: port {} ({}) takes frames of at most {} B; a {} B frame was dropped: "
+                                       "use a QP MTU of at most {} B", p.id, p.name, p.max_frame, g.size(),
+                                       max_payload(p.max_frame));
             (void)release_->begin_frame();
             release_->commit_frame();
             ++accepted;
@@ -459,7 +529,8 @@ void DpdkDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& ou
                  {"rx_not_ipv6", c.rx_not_ipv6}, {"rx_kernel_noise", c.rx_kernel_noise},
                  {"rx_multicast", c.rx_multicast}, {"rx_other_mac", c.rx_other_mac},
                  {"rx_oversize", c.rx_oversize}, {"rx_linearized", c.rx_linearized},
-                 {"rx_cksum_bad_flag", c.rx_cksum_bad_flag}, {"link_changes", c.link_changes}})
+                 {"rx_cksum_bad_flag", c.rx_cksum_bad_flag}, {"link_changes", c.link_changes},
+                 {"tx_oversize", c.tx_oversize}, {"max_frame", p.max_frame}})
             out.emplace_back(k + name, v);
         rte_eth_stats es{};
         if (rte_eth_stats_get(p.id, &es) == 0) {

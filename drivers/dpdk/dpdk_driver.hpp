@@ -40,6 +40,7 @@ namespace omrc::dpdk {
 struct DpdkOptions {
     std::string eal;                  ///< EAL arguments ("" = environment or default)
     std::vector<std::string> ports;   ///< port ids or names, one per plane ("" = all)
+    std::vector<std::string> vdevs;   ///< virtual devices to add if missing ("net_tap0,iface=x")
     std::uint16_t rx_desc = 1024;
     std::uint16_t tx_desc = 1024;
     std::uint32_t mbufs = 0;          ///< 0 = sized from ports and rings
@@ -67,6 +68,7 @@ struct PortCounters {
     std::uint64_t rx_linearized = 0;       ///< chained frames copied into one buffer
     std::uint64_t rx_cksum_bad_flag = 0;   ///< PMD flagged a bad IP/L4 checksum (passed on: ICRC decides)
     std::uint64_t link_changes = 0;
+    std::uint64_t tx_oversize = 0;         ///< frames longer than the port's MTU allows (dropped)
 };
 
 struct Port {
@@ -75,6 +77,8 @@ struct Port {
     std::array<std::uint8_t, 6> mac{};
     bool up = false;
     bool chains = true;                  ///< the PMD accepts multi-segment frames
+    std::uint32_t max_frame = 1514;      ///< bytes without FCS: the port's MTU + Ethernet header
+    unsigned if_index = 0;               ///< af_packet: the kernel interface whose state is the link
     std::vector<rte_mbuf*> backlog;      ///< frames the PMD has not taken yet, in order
     std::size_t backlog_head = 0;        ///< first unsent entry of `backlog`
     PortCounters c{};
@@ -106,6 +110,8 @@ private:
     void close();
     void poll_links(std::uint64_t now_ns);
     void flush(Port& p);
+    void drop_backlog(Port& p);
+    [[nodiscard]] bool link_state(const Port& p) const;
     rte_mbuf* build(const wire::GatherFrame& g, Port& p, TxReleaseRing::Record& rec);
     rte_mbuf* build_copy(const wire::GatherFrame& g, Port& p);
     const std::uint8_t* rx_view(rte_mbuf* m, std::size_t slot, Port& p);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 #include <rte_eal.h>
@@ -23,6 +24,12 @@ namespace {
 std::mutex eal_mutex;
 bool eal_ready = false;  // guarded by eal_mutex
 std::atomic<unsigned> prefix_counter{0};
+std::string generated_runtime_dir;  // guarded by eal_mutex; removed at exit
+
+void remove_runtime_dir() {
+    std::error_code ec;
+    if (!generated_runtime_dir.empty()) std::filesystem::remove_all(generated_runtime_dir, ec);
+}
 
 bool has_option(const std::vector<std::string>& args, std::initializer_list<const char*> names) {
     for (const std::string& a : args)
@@ -69,6 +76,7 @@ std::vector<std::string> eal_arguments(const std::string& given) {
         args.emplace_back("-l");
         args.push_back(std::to_string(cpu >= 0 ? cpu : 0));
     }
+    if (!has_option(args, {"--no-telemetry", "--telemetry"})) args.emplace_back("--no-telemetry");
     if (!has_option(args, {"--proc-type"})) {
         args.emplace_back("--proc-type");
         args.emplace_back("primary");
@@ -95,8 +103,16 @@ int ensure_eal(const std::vector<std::string>& args) {
         runtime::logger().error("dpdk: rte_eal_init({}) failed: {}", joined, rte_strerror(err));
         return err != 0 ? err : EINVAL;
     }
-    if (rc < 0)
+    if (rc < 0) {
         runtime::logger().info("dpdk: the EAL was initialised by the application; attaching to it");
+    } else if (std::find(args.begin(), args.end(), "--file-prefix") != args.end() &&
+               std::any_of(args.begin(), args.end(), [](const std::string& a) {
+                   return a.rfind("omrc-" + std::to_string(::getpid()) + "-", 0) == 0;
+               })) {
+        // A prefix of our own making: its runtime directory goes with the process.
+        generated_runtime_dir = rte_eal_get_runtime_dir();
+        std::atexit(&remove_runtime_dir);
+    }
     eal_ready = true;
     return 0;
 }

@@ -10,14 +10,19 @@
 //
 // Driver arguments (DeviceOptions::args), all optional:
 //   eal       EAL arguments, split at white space (default: $OMRC_EAL_ARGS, else
-//             "--no-huge -m 512 --no-pci"); "--file-prefix omrc-<pid>-<n>" and
-//             "--proc-type primary" are added unless given. Ignored when the
+//             "--no-huge -m 512 --no-pci"); "--file-prefix omrc-<pid>-<n>", "-l <cpu>",
+//             "--no-telemetry" and "--proc-type primary" are added unless given. Ignored when the
 //             application already initialised the EAL (the driver attaches).
+//   vdevs     virtual devices this device needs, separated by ';' (their own
+//             arguments use commas), e.g. "net_tap0,iface=omrc0;net_tap1";
+//             each is hot-plugged into the running EAL unless a port of
+//             that name exists already
 //   ports     comma-separated port ids or device names, one per plane, in plane
 //             order (default: every available port, in port-id order)
 //   rx_desc, tx_desc   descriptors per queue (default 1024)
 //   mbufs     mbufs in the driver's pool (default: sized from the port count
 //             and descriptor rings)
+//   backlog   frames queued per port while the PMD's ring is full (default 2048)
 //   zero_copy 1 (default) transmits payload straight from registered memory
 //             as external buffers; 0 copies every frame into its mbuf
 #pragma once
