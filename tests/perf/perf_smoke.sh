@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# omrc-perf smoke test: server and client over the udp driver on ::1 for a
+# few sizes (write_bw and write_lat), checking exit codes, the perftest table
+# and the JSON report; the in-process loopback mode; and that a client facing
+# no server, a server that is not omrc-perf, or a silent one fails quickly.
+# Usage: perf_smoke.sh <omrc-perf>
+set -uo pipefail
+PERF=${1:?usage: perf_smoke.sh <omrc-perf>}
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+pass() { echo "ok: $*"; }
+
+json_check() {  # json_check FILE PYTHON-EXPRESSION-ON-d
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+
+# Starts a server on a free port; sets PORT and SERVER_PID. Args: test, extra options.
+start_server() {
+  local test=$1; shift
+  for attempt in 1 2 3 4 5; do
+    PORT=$((20000 + RANDOM % 30000))
+    "$PERF" "$test" -p "$PORT" --planes 2 "$@" >"$TMP/server.log" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+    for _ in $(seq 1 100); do
+      grep -q "Waiting for a client" "$TMP/server.log" 2>/dev/null && return 0
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+  done
+  echo "cannot start a server: $(cat "$TMP/server.log")" >&2
+  return 1
+}
+
+run_pair() {  # run_pair TEST SIZE ITERS HEADER-REGEX
+  local test=$1 size=$2 iters=$3 header=$4
+  start_server "$test" --out_json "$TMP/server.json" || { fail "$test $size: server did not start"; return; }
+  timeout 60 "$PERF" "$test" ::1 -p "$PORT" --planes 2 -s "$size" -n "$iters" --out_json "$TMP/client.json" \
+    >"$TMP/client.log" 2>&1
+  local crc=$?
+  wait "$SERVER_PID"
+  local src=$?
+  if [[ $crc -ne 0 || $src -ne 0 ]]; then
+    fail "$test $size: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return
+  fi
+  for log in client server; do
+    grep -Eq "$header" "$TMP/$log.log" || { fail "$test $size: no table header in the $log output"; cat "$TMP/$log.log" >&2; }
+    grep -Eq "^ $size +$iters " "$TMP/$log.log" || { fail "$test $size: no '$size $iters' row in the $log output"; cat "$TMP/$log.log" >&2; }
+  done
+  if [[ $test == write_bw ]]; then
+    json_check "$TMP/client.json" "d['test']=='write_bw' and d['driver']=='udp' and d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters and 0 < d['results'][0]['bw_avg'] <= d['results'][0]['bw_peak'] and d['results'][0]['msg_rate_mpps'] > 0" \
+      || fail "$test $size: client JSON"
+  else
+    json_check "$TMP/client.json" "d['test']=='write_lat' and d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters and 0 < d['results'][0]['t_min_us'] <= d['results'][0]['t_typical_us'] <= d['results'][0]['p99_us'] <= d['results'][0]['p999_us'] <= d['results'][0]['t_max_us']" \
+      || fail "$test $size: client JSON"
+  fi
+  json_check "$TMP/server.json" "d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters" \
+    || fail "$test $size: server JSON"
+  pass "$test $size bytes x $iters over udp"
+}
+
+BW_HEADER='#bytes +#iterations +BW peak\[MB/sec\] +BW average\[MB/sec\] +MsgRate\[Mpps\]'
+LAT_HEADER='#bytes #iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] +t_avg\[usec\] +t_stdev\[usec\] +99% percentile\[usec\] +99.9% percentile\[usec\]'
+for size in 64 4096 65536; do run_pair write_bw $size 200 "$BW_HEADER"; done
+for size in 8 8192; do run_pair write_lat $size 200 "$LAT_HEADER"; done
+
+# Both ends in one process over the loopback driver.
+if timeout 60 "$PERF" write_bw --driver loopback -n 100 -s 4096 >"$TMP/lo.log" 2>&1 && grep -Eq "^ 4096 +100 " "$TMP/lo.log"; then
+  pass "write_bw over loopback"
+else
+  fail "write_bw over loopback"; cat "$TMP/lo.log" >&2
+fi
+
+# expect_quick_failure NAME MAX-SECONDS REGEX CMD...: non-zero exit, in time, with that message.
+expect_quick_failure() {
+  local name=$1 max=$2 regex=$3; shift 3
+  local t0=$SECONDS
+  timeout 30 "$@" >"$TMP/bad.log" 2>&1
+  local rc=$? took=$((SECONDS - t0))
+  if [[ $rc -eq 0 || $rc -eq 124 ]]; then fail "$name: exit $rc"; cat "$TMP/bad.log" >&2; return; fi
+  if ((took > max)); then fail "$name: took ${took}s"; return; fi
+  grep -Eq "$regex" "$TMP/bad.log" || { fail "$name: no '$regex' in the error"; cat "$TMP/bad.log" >&2; return; }
+  pass "$name: exit $rc after ${took}s"
+}
+
+# Nothing listens on this port.
+DEAD=$((20000 + RANDOM % 30000))
+while python3 -c "import socket,sys; s=socket.socket(socket.AF_INET6); sys.exit(0 if s.connect_ex(('::1',$DEAD)) else 1)"; [[ $? -ne 0 ]]; do DEAD=$((DEAD + 1)); done
+expect_quick_failure "no server" 5 "cannot connect" "$PERF" write_bw ::1 -p "$DEAD"
+
+# A server that is not omrc-perf, and one that accepts and stays silent.
+fake_server() {  # fake_server MODE → sets FAKE_PORT
+  python3 - "$1" >"$TMP/fake.port" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_INET6); s.bind(('::1', 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+if sys.argv[1] == 'garbage':
+    c.sendall(b'HTTP/1.0 400 Bad Request\r\n\r\n' + b'x' * 64)
+time.sleep(20)
+PY
+  PIDS+=($!)
+  for _ in $(seq 1 100); do [[ -s $TMP/fake.port ]] && break; sleep 0.05; done
+  FAKE_PORT=$(cat "$TMP/fake.port")
+}
+fake_server garbage
+expect_quick_failure "peer is not omrc-perf" 5 "not omrc-perf" "$PERF" write_bw ::1 -p "$FAKE_PORT"
+fake_server silent
+expect_quick_failure "silent peer" 5 "no 'hello' message" "$PERF" write_lat ::1 -p "$FAKE_PORT" --oob_timeout_ms 1000
+
+if ((fails > 0)); then echo "perf_smoke: $fails failure(s)" >&2; exit 1; fi
+echo "perf_smoke: all passed"
