@@ -89,13 +89,12 @@ void print_footer(const Options& o) {
 std::string write_json(const Options& o, const std::vector<Result>& results, std::uint32_t planes) {
     if (o.out_json.empty()) return {};
     nlohmann::json rows = nlohmann::json::array();
+    static const std::vector<std::string> kLatFields{"t_min_us", "t_max_us", "t_typical_us", "t_avg_us",
+                                                     "t_stdev_us", "p99_us", "p999_us"};
+    static const std::vector<std::string> kBwFields{"bw_peak", "bw_avg", "msg_rate_mpps"};
     for (const Result& r : results) {
         nlohmann::json row = to_json(r);  // keep the fields of this test only
-        for (const char* k : o.test == Test::write_bw
-                                 ? std::initializer_list<const char*>{"t_min_us", "t_max_us", "t_typical_us", "t_avg_us",
-                                                                      "t_stdev_us", "p99_us", "p999_us"}
-                                 : std::initializer_list<const char*>{"bw_peak", "bw_avg", "msg_rate_mpps"})
-            row.erase(k);
+        for (const std::string& k : o.test == Test::write_bw ? kLatFields : kBwFields) row.erase(k);
         rows.push_back(std::move(row));
     }
     nlohmann::json doc = {
