@@ -223,13 +223,19 @@ void DpdkDriver::open_port(const std::string& spec) {
     port.backlog.reserve(opt_.backlog);
     std::uint16_t mtu = 0;
     (void)rte_eth_dev_get_mtu(pid, &mtu);
-    port.max_frame = static_cast<std::uint32_t>(mtu) + kEthHeader;
+    // The PMD's own frame limit, without the FCS (net_tap refuses longer
+    // frames forever). ethdev's default of 1518 means the PMD named none
+    // (memif chains buffers and carries 4 KiB frames): no limit then.
+    port.max_frame = info.max_rx_pktlen == RTE_ETHER_MAX_LEN || info.max_rx_pktlen < 64 + RTE_ETHER_CRC_LEN
+                         ? UINT32_MAX
+                         : info.max_rx_pktlen - RTE_ETHER_CRC_LEN;
     // af_packet reports its link up whatever the interface does: read the
     // interface's own state instead.
     if (std::strcmp(info.driver_name, "net_af_packet") == 0 && info.if_index != 0) port.if_index = info.if_index;
     port.up = link_state(port);
-    runtime::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, link {}, chains {}", ports_.size() - 1, pid,
-                           port.name, info.driver_name, mtu, port.up ? "up" : "down", port.chains ? "yes" : "no");
+    runtime::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, max frame {}, link {}, chains {}",
+                           ports_.size() - 1, pid, port.name, info.driver_name, mtu, port.max_frame,
+                           port.up ? "up" : "down", port.chains ? "yes" : "no");
 }
 
 DpdkDriver::~DpdkDriver() { close(); }

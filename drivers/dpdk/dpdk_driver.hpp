@@ -77,7 +77,7 @@ struct Port {
     std::array<std::uint8_t, 6> mac{};
     bool up = false;
     bool chains = true;                  ///< the PMD accepts multi-segment frames
-    std::uint32_t max_frame = 1514;      ///< bytes without FCS: the port's MTU + Ethernet header
+    std::uint32_t max_frame = UINT32_MAX;  ///< longest frame the PMD takes, without FCS (UINT32_MAX: no limit known)
     unsigned if_index = 0;               ///< af_packet: the kernel interface whose state is the link
     std::vector<rte_mbuf*> backlog;      ///< frames the PMD has not taken yet, in order
     std::size_t backlog_head = 0;        ///< first unsent entry of `backlog`
