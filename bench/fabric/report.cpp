@@ -69,6 +69,8 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["packets"] = r.packets;
     j["events"] = r.events;
     j["wall_s"] = r.wall_s;
+    j["cpu_s"] = r.cpu_s;
+    j["data_packets_per_cpu_s"] = r.cpu_s > 0 ? static_cast<double>(r.data_packets) / r.cpu_s : 0.0;
     j["build_s"] = r.build_s;
     j["data_packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s : 0.0;
     j["packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.packets) / r.wall_s : 0.0;
@@ -98,9 +100,11 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     s += fmt::format("T0→T1 CoV    {:.4f}  (utilisation of {} uplinks)\n", r.t0_t1_util_cov, r.uplink_util.size());
     if (r.dead_path_last_drop_us >= 0)
         s += fmt::format("dead path    last frame lost {:.1f} µs after the switch failed\n", r.dead_path_last_drop_us);
-    s += fmt::format("simulator    {:.2f} s wall ({:.2f} s build), {:.0f} k data packets/s, {} events, peak RSS {:.0f} MiB\n",
-                     r.wall_s, r.build_s, r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s / 1e3 : 0.0,
-                     r.events, static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0));
+    s += fmt::format("simulator    {:.2f} s wall, {:.2f} s CPU ({:.2f} s build), {:.0f} k data packets per wall s ({:.0f} k per CPU s), "
+                     "{} events, peak RSS {:.0f} MiB\n",
+                     r.wall_s, r.cpu_s, r.build_s, r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s / 1e3 : 0.0,
+                     r.cpu_s > 0 ? static_cast<double>(r.data_packets) / r.cpu_s / 1e3 : 0.0, r.events,
+                     static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0));
     return s;
 }
 
@@ -153,6 +157,17 @@ bool render_plots(const std::string& dir, const sim::Result& r) {
         o << fmt::format("set output '{}/throughput.png'\n", dir);
         o << fmt::format("set title '{}: delivered payload per plane'\nset xlabel 'time (µs)'\nset ylabel 'Gb/s'\n", r.name);
         o << fmt::format("plot for [p=2:{}] '{}/series.csv' using 1:p with lines title columnhead(p)\n", r.planes + 1, dir);
+        if (!r.tracked_series_gbps.empty()) {
+            o << fmt::format("set output '{}/tracked_host.png'\n", dir);
+            o << fmt::format("set title '{}: delivered payload of the tracked host'\n", r.name);
+            o << fmt::format("plot '{}/series.csv' using 1:{} with lines title 'tracked host'\n", dir, r.planes + 2);
+        }
+        if (r.step_us.size() > 1) {
+            o << fmt::format("set output '{}/steps.png'\n", dir);
+            o << fmt::format("set title '{}: step time (barrier per step)'\nset xlabel 'step'\nset ylabel 'µs'\nset yrange [0:*]\n", r.name);
+            o << fmt::format("plot '{0}/steps.csv' using 1:2 with linespoints title 'step', '{0}/steps.csv' using 1:3 with lines dt 2 title 'ideal'\n", dir);
+            o << "set yrange [*:*]\n";
+        }
         o << fmt::format("set output '{}/fct_cdf.png'\n", dir);
         o << fmt::format("set title '{}: flow completion time CDF (ideal {:.1f} µs)'\nset xlabel 'FCT (µs)'\nset ylabel 'fraction of flows'\n",
                          r.name, r.ideal_fct_us_typical);

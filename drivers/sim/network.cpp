@@ -125,7 +125,7 @@ bool Simulator::run(TimePs until) {
 }
 
 void Simulator::dispatch(const Event& e) {
-    switch (e.kind) {
+    switch (e.kind()) {
         case EventKind::tx_done: {
             // Several tx_done events may be pending for one port; only the
             // clock decides whether its frame is done.
@@ -137,7 +137,7 @@ void Simulator::dispatch(const Event& e) {
             if (p.nic_side) pull(p.owner);
             break;
         }
-        case EventKind::arrive: arrive(e.target, e.pkt, e.aux); break;
+        case EventKind::arrive: arrive(e.target, e.pkt, e.aux()); break;
         case EventKind::nic_wake: nic_wake(e.target, e.at); break;
         case EventKind::call: {
             std::function<void()> fn = std::move(calls_[e.target]);
@@ -188,7 +188,7 @@ void Simulator::start_tx(std::uint32_t idx) {
             events_q_.push(now_ + ser, EventKind::tx_done, idx);
         }
         const TimePs lat = port.peer_is_switch ? cfg_.switch_latency_ps : 0;
-        events_q_.push(now_ + ser + l.delay_ps + lat, EventKind::arrive, port.peer, p, port.epoch);
+        events_q_.push(now_ + ser + l.delay_ps + lat, EventKind::arrive, port.peer, p, port.epoch & 0xFFFFFF);
         return;
     }
 }
@@ -239,7 +239,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
 
 void Simulator::arrive(std::uint32_t idx, Packet* p, std::uint32_t epoch) {
     Port& port = ports_[idx];
-    if (!port.up || port.epoch != epoch) return drop_down(ports_[port.peer], p);
+    if (!port.up || (port.epoch & 0xFFFFFF) != epoch) return drop_down(ports_[port.peer], p);
     if (port.nic_side) return nic_receive(port.owner, port.local, p);
     Switch& s = switches_[port.owner];
     if (!s.alive) {

@@ -69,7 +69,7 @@ struct Result {
     std::uint32_t hosts = 0, planes = 0, flows = 0, steps = 0;
     std::size_t nics = 0, switches = 0, ports = 0;
     double job_us = 0;                   ///< first post → last flow received
-    double ideal_job_us = 0;             ///< sum over steps of the step's slowest ideal flow
+    double ideal_job_us = 0;             ///< sum over steps of the step's ideal (slowest flow alone, or busiest NIC)
     std::vector<double> step_us;         ///< ring_allreduce: each step's duration
     std::vector<double> ideal_step_us;
     std::vector<double> fct_us;          ///< per flow (posting → receiver completion)
@@ -93,6 +93,7 @@ struct Result {
     std::uint64_t packets = 0;           ///< all frames (data + control)
     std::uint64_t events = 0;
     double wall_s = 0;                   ///< run only (building excluded)
+    double cpu_s = 0;                    ///< CPU time of the run (user + system): robust on a shared machine
     double build_s = 0;
     std::uint64_t peak_rss_bytes = 0;    ///< process peak (getrusage), after the run
     double dead_path_last_drop_us = -1;  ///< switch_down: failure → last frame lost toward the dead switch (-1: n/a)

@@ -29,7 +29,9 @@ void shuffle(std::vector<T>& v, core::Rng& rng) {
 WorkloadPlan make_workload(const WorkloadConfig& cfg, std::uint32_t fabric_hosts, core::Rng& rng) {
     const std::uint32_t n = cfg.hosts == 0 ? fabric_hosts : cfg.hosts;
     if (n < 2 || n > fabric_hosts) throw std::invalid_argument("workload: participants must be 2..fabric hosts");
-    if (cfg.message_bytes == 0 || cfg.message_bytes > (1ull << 31)) throw std::invalid_argument("workload: message_bytes must be 1..2^31");
+    // One RDMA message per flow: at most 2^31 bytes (a ring step moves message_bytes / n).
+    const std::uint64_t per_flow = cfg.kind == WorkloadKind::ring_allreduce ? cfg.message_bytes / n : cfg.message_bytes;
+    if (cfg.message_bytes == 0 || per_flow > (1ull << 31)) throw std::invalid_argument("workload: a flow's message must be 1..2^31 bytes");
     // Participants: the first n hosts, or n hosts drawn at random, in a random order.
     std::vector<std::uint32_t> hosts(fabric_hosts);
     std::iota(hosts.begin(), hosts.end(), 0u);

@@ -43,8 +43,10 @@ TEST_CASE("event_queue__orders_by_time_then_insertion", "[sim_smoke]") {
     EventQueue q;
     core::Rng rng(3);
     std::vector<std::pair<TimePs, std::uint32_t>> pushed;
-    for (std::uint32_t i = 0; i < 2000; ++i) {
-        const TimePs t = rng.below(50);  // many ties
+    // Ties, the current bucket, the wheel and the far heap (beyond 67 µs), then
+    // pushes while popping (as handlers do: never earlier than the last pop).
+    for (std::uint32_t i = 0; i < 6000; ++i) {
+        const TimePs t = i % 3 == 0 ? rng.below(50) : i % 3 == 1 ? rng.below(20 * kPsPerUs) : rng.below(2'000 * kPsPerUs);
         q.push(t, EventKind::call, i);
         pushed.emplace_back(t, i);
     }
@@ -56,6 +58,16 @@ TEST_CASE("event_queue__orders_by_time_then_insertion", "[sim_smoke]") {
         REQUIRE(e.target == id);
     }
     REQUIRE(q.empty());
+    // Interleaved: every pop schedules a later event; times must never go back.
+    TimePs now = 0;
+    std::uint32_t next_id = 0;
+    for (std::uint32_t i = 0; i < 100; ++i) q.push(rng.below(kPsPerUs), EventKind::call, next_id++);
+    for (std::uint32_t n = 0; n < 20000; ++n) {
+        const Event e = q.pop();
+        REQUIRE(e.at >= now);
+        now = e.at;
+        q.push(now + rng.below(n % 50 == 0 ? 500 * kPsPerUs : 3 * kPsPerUs), EventKind::call, next_id++);
+    }
 }
 
 TEST_CASE("usid_forward__shifts_and_follows_the_path", "[sim_smoke]") {
