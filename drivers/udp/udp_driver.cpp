@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -36,7 +37,7 @@ static_assert(kSlotBytes % 64 == 0);
 constexpr std::size_t kRxControlBytes = 256;
 constexpr std::size_t kTxControlBytes = 2 * CMSG_SPACE(sizeof(int));
 
-enum : std::uint64_t { kKindRx = 1, kKindTx = 2, kKindProbe = 3 };
+enum : std::uint64_t { kKindRx = 1, kKindTx = 2, kKindProbe = 3, kKindCancel = 4 };
 constexpr std::uint64_t tag(std::uint64_t kind, std::uint64_t index) { return (kind << 56) | index; }
 
 struct Socket {
@@ -120,10 +121,31 @@ struct UdpDriver::Impl {
     std::deque<std::uint32_t> ready;       ///< receive slots holding a rebuilt frame
     std::deque<driver::LinkEvent> events;
     std::uint64_t released = 0;
+    std::uint64_t inflight = 0;  ///< requests submitted or queued whose completion was not reaped
     UdpCounters c{};
 
     ~Impl() {
-        if (ring_ok) io_uring_queue_exit(&ring);
+        if (ring_ok) {
+            // The kernel may still write into receive buffers of posted
+            // requests: cancel them all and wait for their completions
+            // before the buffers are freed.
+            if (io_uring_sqe* s = sqe()) {
+                io_uring_prep_cancel64(s, 0, IORING_ASYNC_CANCEL_ANY);
+                io_uring_sqe_set_data64(s, tag(kKindCancel, 0));
+            }
+            submit();
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+            while (inflight > 0 && std::chrono::steady_clock::now() < deadline) {
+                __kernel_timespec ts{0, 10'000'000};
+                io_uring_cqe* cqe = nullptr;
+                if (io_uring_wait_cqe_timeout(&ring, &cqe, &ts) == 0 && cqe != nullptr) {
+                    if ((io_uring_cqe_get_data64(cqe) >> 56) != kKindCancel) --inflight;
+                    io_uring_cqe_seen(&ring, cqe);
+                }
+            }
+            if (inflight > 0) runtime::logger().error("udp: {} requests still in flight at close", inflight);
+            io_uring_queue_exit(&ring);
+        }
         for (Socket& s : sockets)
             if (s.fd >= 0) ::close(s.fd);
         std::free(rx_mem);
@@ -162,6 +184,7 @@ struct UdpDriver::Impl {
         r.msg.msg_controllen = sizeof(r.control);
         io_uring_prep_recvmsg(s, sockets[r.socket].fd, &r.msg, 0);
         io_uring_sqe_set_data64(s, tag(kKindRx, i));
+        ++inflight;
         return true;
     }
     void rearm_pending() {
@@ -330,6 +353,7 @@ void UdpDriver::Impl::reap() {
             const std::uint64_t data = io_uring_cqe_get_data64(cqes[k]);
             const int res = cqes[k]->res;
             const auto index = static_cast<std::uint32_t>(data & ((1ull << 56) - 1));
+            if ((data >> 56) != kKindCancel) --inflight;
             switch (data >> 56) {
                 case kKindRx: on_rx(index, res); break;
                 case kKindTx: on_tx(index, res); break;
@@ -463,6 +487,7 @@ void UdpDriver::Impl::probe_links(std::uint64_t now_ns) {
         pl.probe_msg.msg_namelen = sizeof(pl.probe_to);
         io_uring_prep_sendmsg(s, sockets[p * kSocketsPerPlane].fd, &pl.probe_msg, 0);
         io_uring_sqe_set_data64(s, tag(kKindProbe, p));
+        ++inflight;
         pl.probe_inflight = true;
     }
 }
@@ -585,6 +610,7 @@ std::size_t UdpDriver::tx_burst(std::span<const wire::GatherFrame> frames, std::
                 std::memcpy(CMSG_DATA(cm), &hops, sizeof(int));
                 io_uring_prep_sendmsg(s, d.sockets[g.plane * kSocketsPerPlane + m.src_index].fd, &t.msg, 0);
                 io_uring_sqe_set_data64(s, tag(kKindTx, i));
+                ++d.inflight;
                 ++queued;
                 ++d.c.tx_frames;
                 d.c.tx_bytes += g.size();
