@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
         else std::cout << omrc::fabric::summary_text(cfg, r);
         if (!out.empty()) {
             omrc::fabric::write_csv(out, cfg, r);
-            omrc::fabric::render_plots(out, r);
+            omrc::fabric::render_plots(out, cfg, r);
         }
         return r.completed ? 0 : 2;
     } catch (const std::exception& e) {

@@ -148,34 +148,35 @@ void write_csv(const std::string& dir, const sim::ScenarioConfig& cfg, const sim
     std::ofstream(dir + "/summary.json") << summary_json(cfg, r).dump(2) << "\n";
 }
 
-bool render_plots(const std::string& dir, const sim::Result& r) {
+bool render_plots(const std::string& dir, const sim::ScenarioConfig& cfg, const sim::Result& r) {
+    const std::string title = fmt::format("{} ({})", r.name, policy_name(cfg.policy));
     const std::string gp = dir + "/plots.gp";
     {
         std::ofstream o(gp);
-        o << "set terminal pngcairo size 900,500 font ',10'\nset datafile separator ','\nset key outside right\n"
+        o << "set terminal pngcairo size 900,500 font ',10' noenhanced\nset datafile separator ','\nset key outside right\n"
              "set grid\n";
         o << fmt::format("set output '{}/throughput.png'\n", dir);
-        o << fmt::format("set title '{}: delivered payload per plane'\nset xlabel 'time (µs)'\nset ylabel 'Gb/s'\n", r.name);
+        o << fmt::format("set title '{}: delivered payload per plane'\nset xlabel 'time (µs)'\nset ylabel 'Gb/s'\n", title);
         o << fmt::format("plot for [p=2:{}] '{}/series.csv' using 1:p with lines title columnhead(p)\n", r.planes + 1, dir);
         if (!r.tracked_series_gbps.empty()) {
             o << fmt::format("set output '{}/tracked_host.png'\n", dir);
-            o << fmt::format("set title '{}: delivered payload of the tracked host'\n", r.name);
+            o << fmt::format("set title '{}: delivered payload of the tracked host'\n", title);
             o << fmt::format("plot '{}/series.csv' using 1:{} with lines title 'tracked host'\n", dir, r.planes + 2);
         }
         if (r.step_us.size() > 1) {
             o << fmt::format("set output '{}/steps.png'\n", dir);
-            o << fmt::format("set title '{}: step time (barrier per step)'\nset xlabel 'step'\nset ylabel 'µs'\nset yrange [0:*]\n", r.name);
+            o << fmt::format("set title '{}: step time (barrier per step)'\nset xlabel 'step'\nset ylabel 'µs'\nset yrange [0:*]\n", title);
             o << fmt::format("plot '{0}/steps.csv' using 1:2 with linespoints title 'step', '{0}/steps.csv' using 1:3 with lines dt 2 title 'ideal'\n", dir);
             o << "set yrange [*:*]\n";
         }
         o << fmt::format("set output '{}/fct_cdf.png'\n", dir);
         o << fmt::format("set title '{}: flow completion time CDF (ideal {:.1f} µs)'\nset xlabel 'FCT (µs)'\nset ylabel 'fraction of flows'\n",
-                         r.name, r.ideal_fct_us_typical);
+                         title, r.ideal_fct_us_typical);
         o << fmt::format("set arrow 1 from {0},0 to {0},1 nohead dt 2\n", r.ideal_fct_us_typical);
         o << fmt::format("plot '{}/fct.csv' using 2:1 with steps title 'FCT'\nunset arrow 1\n", dir);
         o << fmt::format("set output '{}/link_util.png'\n", dir);
         o << fmt::format("set title '{}: T0→T1 link utilisation (CoV {:.3f})'\nset xlabel 'utilisation'\nset ylabel 'links'\n",
-                         r.name, r.t0_t1_util_cov);
+                         title, r.t0_t1_util_cov);
         o << "set style fill solid 0.6\nbin(x)=floor(x/0.02)*0.02+0.01\nset xrange [0:1.05]\n";
         o << fmt::format("plot '{}/link_util.csv' using (bin($2)):(1.0) smooth freq with boxes title 'uplinks'\n", dir);
     }

@@ -16,6 +16,6 @@ namespace omrc::fabric {
 void write_csv(const std::string& dir, const sim::ScenarioConfig& cfg, const sim::Result& r);
 /// throughput.png, fct_cdf.png, link_util.png into `dir` via gnuplot; returns
 /// false (and says why on stderr) when gnuplot is missing or fails.
-bool render_plots(const std::string& dir, const sim::Result& r);
+bool render_plots(const std::string& dir, const sim::ScenarioConfig& cfg, const sim::Result& r);
 
 }  // namespace omrc::fabric
