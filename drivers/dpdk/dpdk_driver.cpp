@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstring>
 #include <mutex>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -38,10 +39,15 @@ constexpr std::uint8_t kNextIcmpv6 = 58;
 /// Largest frame: SRv6 headers (≤ 160 B with the SRH) + 4096 B payload + tail, with margin.
 constexpr std::uint16_t kFrameRoom = 4608;
 constexpr std::uint16_t kSmallRoom = 192;  ///< small mbufs: headers (≤ 160 B) or a tail
-constexpr std::uint64_t kLinkPollNs = 1'000'000;
 
 std::mutex ports_mutex;
 std::set<std::uint16_t> ports_in_use;  // guarded by ports_mutex: one Device per port
+/// Pools by port, guarded by ports_mutex. A port is stopped, not closed,
+/// when its device goes (a closed vdev cannot be probed again under its
+/// name), and its receive queue keeps mbufs until the next device
+/// configures it: so a port's pools live as long as the process and are
+/// reused by every device that opens the port.
+std::map<std::uint16_t, PortPools> port_pools;
 
 bool parse_u32(std::string_view s, std::uint32_t& out) {
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -59,11 +65,6 @@ std::vector<std::string> split_commas(const std::string& text) {
         start = comma + 1;
     }
     return out;
-}
-
-std::string mempool_name(const char* what) {
-    static std::atomic<unsigned> n{0};
-    return std::string("omrc_") + what + "_" + std::to_string(::getpid() % 100000) + "_" + std::to_string(n++);
 }
 
 /// Largest QP MTU (payload per packet, a multiple of 64) whose frames fit
@@ -114,6 +115,12 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out) {
                 return EINVAL;
             }
             out.zero_copy = value == "1";
+        } else if (key == "link_poll_us") {
+            if (!parse_u32(value, v) || v > 10'000'000) {
+                runtime::logger().error("dpdk: link_poll_us={} must be 0..10000000", value);
+                return EINVAL;
+            }
+            out.link_poll_ns = std::uint64_t{v} * 1000;
         } else if (key == "backlog") {
             if (!parse_u32(value, v) || v < 32 || v > 65536) {
                 runtime::logger().error("dpdk: backlog={} must be 32..65536", value);
@@ -121,7 +128,7 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out) {
             }
             out.backlog = v;
         } else {
-            runtime::logger().error("dpdk: unknown option {} (eal, vdevs, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog)",
+            runtime::logger().error("dpdk: unknown option {} (eal, vdevs, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog, link_poll_us)",
                                     key);
             return EINVAL;
         }
@@ -150,28 +157,15 @@ DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
     if (specs.empty()) throw std::runtime_error("no DPDK ports (give --vdev or PCI devices in the EAL arguments)");
     if (specs.size() > core::kMaxPlanes) throw std::runtime_error("more ports than planes (15)");
 
-    // One pool for RX and copied TX: every RX/TX descriptor of every port,
-    // the backlogs, one burst held by the engine, and per-lcore caches.
     const std::uint32_t n_ports = static_cast<std::uint32_t>(specs.size());
-    const std::uint32_t need = n_ports * (o.rx_desc + o.tx_desc + o.backlog) + 2048;
-    const std::uint32_t mbufs = o.mbufs != 0 ? o.mbufs : need;
-    pool_ = rte_pktmbuf_pool_create(mempool_name("rx").c_str(), mbufs, 256, 0,
-                                    RTE_PKTMBUF_HEADROOM + kFrameRoom, SOCKET_ID_ANY);
-    // Zero copy: one data-less mbuf per payload segment, one small tail per frame.
-    const std::uint32_t ext = o.zero_copy ? n_ports * (o.tx_desc + o.backlog) * 2 + 1024 : 1024;
-    ext_pool_ = rte_pktmbuf_pool_create(mempool_name("ext").c_str(), ext, 256, 0, 0, SOCKET_ID_ANY);
-    small_pool_ = rte_pktmbuf_pool_create(mempool_name("small").c_str(), 2 * ext, 256, 0,
-                                          RTE_PKTMBUF_HEADROOM + kSmallRoom, SOCKET_ID_ANY);
     release_ = std::make_unique<TxReleaseRing>(n_ports * (o.tx_desc + o.backlog) + 1024);
     try {
-        if (pool_ == nullptr || ext_pool_ == nullptr || small_pool_ == nullptr)
-            throw std::runtime_error(std::string("mbuf pool: ") + rte_strerror(rte_errno) + " (more EAL memory: -m)");
         for (const std::string& s : specs) open_port(s);
     } catch (...) {
         close();
         throw;
     }
-    runtime::logger().info("dpdk: {} ports, {} mbufs, zero copy {}", ports_.size(), mbufs, o.zero_copy ? "on" : "off");
+    runtime::logger().info("dpdk: {} ports, zero copy {}", ports_.size(), o.zero_copy ? "on" : "off");
 }
 
 void DpdkDriver::open_port(const std::string& spec) {
@@ -184,12 +178,39 @@ void DpdkDriver::open_port(const std::string& spec) {
     } else if (rte_eth_dev_get_port_by_name(spec.c_str(), &pid) != 0) {
         throw std::runtime_error("no port named " + spec);
     }
+    const PortPools* pools = nullptr;
     {
         std::lock_guard lock(ports_mutex);
-        if (!ports_in_use.insert(pid).second) throw std::runtime_error("port " + spec + " is used by another device");
+        if (ports_in_use.count(pid)) throw std::runtime_error("port " + spec + " is used by another device");
+        auto it = port_pools.find(pid);
+        if (it == port_pools.end()) {
+            // RX ring + copied TX in flight (ring, backlog) + a held burst and
+            // per-lcore caches; zero copy: one data-less mbuf per payload
+            // segment and two small ones (header, tail) per frame.
+            const std::uint32_t need = opt_.mbufs != 0 ? opt_.mbufs : opt_.rx_desc + opt_.tx_desc + opt_.backlog + 1024;
+            const std::uint32_t ext = opt_.tx_desc + opt_.backlog + 1024;
+            const std::string tag = "_p" + std::to_string(pid);
+            PortPools pp;
+            pp.frames = rte_pktmbuf_pool_create(("omrc_rx" + tag).c_str(), need, 256, 0,
+                                                RTE_PKTMBUF_HEADROOM + kFrameRoom, SOCKET_ID_ANY);
+            pp.ext = rte_pktmbuf_pool_create(("omrc_ext" + tag).c_str(), 2 * ext, 256, 0, 0, SOCKET_ID_ANY);
+            pp.small = rte_pktmbuf_pool_create(("omrc_small" + tag).c_str(), 2 * ext, 256, 0,
+                                               RTE_PKTMBUF_HEADROOM + kSmallRoom, SOCKET_ID_ANY);
+            if (pp.frames == nullptr || pp.ext == nullptr || pp.small == nullptr) {
+                const std::string why = rte_strerror(rte_errno);
+                rte_mempool_free(pp.frames);
+                rte_mempool_free(pp.ext);
+                rte_mempool_free(pp.small);
+                throw std::runtime_error("port " + spec + ": mbuf pools: " + why + " (more EAL memory: -m)");
+            }
+            it = port_pools.emplace(pid, pp).first;
+        }
+        pools = &it->second;
+        ports_in_use.insert(pid);
     }
     Port p;
     p.id = pid;
+    p.pools = pools;
     char name[RTE_ETH_NAME_MAX_LEN] = {};
     (void)rte_eth_dev_get_name_by_port(pid, name);
     p.name = name;
@@ -208,7 +229,7 @@ void DpdkDriver::open_port(const std::string& spec) {
     (void)rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
     const int socket = rte_eth_dev_socket_id(pid);
     const unsigned sock = socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
-    if (const int e = rte_eth_rx_queue_setup(pid, 0, rxd, sock, nullptr, pool_); e != 0)
+    if (const int e = rte_eth_rx_queue_setup(pid, 0, rxd, sock, nullptr, pools->frames); e != 0)
         throw std::runtime_error("port " + spec + ": rx queue: " + rte_strerror(-e));
     if (const int e = rte_eth_tx_queue_setup(pid, 0, txd, sock, nullptr); e != 0)
         throw std::runtime_error("port " + spec + ": tx queue: " + rte_strerror(-e));
@@ -251,10 +272,8 @@ void DpdkDriver::close() {
         ports_in_use.erase(p.id);
     }
     ports_.clear();
-    rte_mempool_free(pool_);
-    rte_mempool_free(ext_pool_);
-    rte_mempool_free(small_pool_);
-    pool_ = ext_pool_ = small_pool_ = nullptr;
+    // Ports are stopped, not closed: a later device may take them again (their
+    // pools stay, see port_pools).
 }
 
 bool DpdkDriver::link_state(const Port& p) const {
@@ -277,7 +296,7 @@ bool DpdkDriver::link_state(const Port& p) const {
 
 void DpdkDriver::poll_links(std::uint64_t now_ns) {
     if (now_ns < next_link_poll_ns_) return;
-    next_link_poll_ns_ = now_ns + kLinkPollNs;
+    next_link_poll_ns_ = now_ns + opt_.link_poll_ns;
     for (std::size_t i = 0; i < ports_.size(); ++i) {
         const bool up = link_state(ports_[i]);
         if (up == ports_[i].up) continue;
@@ -346,6 +365,7 @@ std::size_t DpdkDriver::rx_burst(std::span<driver::RxFrame> out, std::uint64_t n
                 continue;
             }
             out[n++] = {d, m->pkt_len, static_cast<std::uint8_t>(plane)};
+            ++p.c.rx_delivered;
         }
     }
     rx_next_port_ = (rx_next_port_ + 1) % ports_.size();
@@ -353,7 +373,7 @@ std::size_t DpdkDriver::rx_burst(std::span<driver::RxFrame> out, std::uint64_t n
 }
 
 rte_mbuf* DpdkDriver::build_copy(const wire::GatherFrame& g, Port& p) {
-    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    rte_mbuf* m = rte_pktmbuf_alloc(p.pools->frames);
     if (m == nullptr) {
         ++p.c.tx_pool_empty;
         return nullptr;
@@ -375,11 +395,11 @@ rte_mbuf* DpdkDriver::build(const wire::GatherFrame& g, Port& p, TxReleaseRing::
                            g.payload_len() >= 256 && g.header_len <= kSmallRoom;
     if (!zero_copy) return build_copy(g, p);
 
-    rte_mbuf* head = rte_pktmbuf_alloc(small_pool_);
-    rte_mbuf* tail = rte_pktmbuf_alloc(small_pool_);
+    rte_mbuf* head = rte_pktmbuf_alloc(p.pools->small);
+    rte_mbuf* tail = rte_pktmbuf_alloc(p.pools->small);
     std::array<rte_mbuf*, wire::GatherFrame::kMaxSegments> seg{};
     bool ok = head != nullptr && tail != nullptr &&
-              rte_pktmbuf_alloc_bulk(ext_pool_, seg.data(), g.segment_count) == 0;
+              rte_pktmbuf_alloc_bulk(p.pools->ext, seg.data(), g.segment_count) == 0;
     if (!ok) {
         rte_pktmbuf_free(head);
         rte_pktmbuf_free(tail);
@@ -510,7 +530,7 @@ std::uint64_t DpdkDriver::next_event_ns() const {
 driver::DriverStats DpdkDriver::stats() const {
     driver::DriverStats s{};
     for (const Port& p : ports_) {
-        s.rx_frames += p.c.rx_frames;
+        s.rx_frames += p.c.rx_delivered;
         s.tx_frames += p.c.tx_frames;
         s.rx_bytes += p.c.rx_bytes;
         s.tx_bytes += p.c.tx_bytes;
@@ -528,7 +548,7 @@ void DpdkDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& ou
         const std::string k = "plane" + std::to_string(i) + ".";
         const PortCounters& c = p.c;
         for (const auto& [name, v] : std::initializer_list<std::pair<const char*, std::uint64_t>>{
-                 {"rx_frames", c.rx_frames}, {"rx_bytes", c.rx_bytes}, {"tx_frames", c.tx_frames},
+                 {"rx_frames", c.rx_frames}, {"rx_delivered", c.rx_delivered}, {"rx_bytes", c.rx_bytes}, {"tx_frames", c.tx_frames},
                  {"tx_bytes", c.tx_bytes}, {"tx_zero_copy", c.tx_zero_copy}, {"tx_copied", c.tx_copied},
                  {"tx_pool_empty", c.tx_pool_empty}, {"tx_backlog_full", c.tx_backlog_full},
                  {"tx_dropped_link_down", c.tx_dropped_link_down}, {"rx_short", c.rx_short},

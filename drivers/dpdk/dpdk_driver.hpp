@@ -16,8 +16,9 @@
 // multicast, for another MAC — are dropped and counted by reason. Checksum
 // offload flags are counted, never trusted: the engine checks the ICRC.
 //
-// Link state: polled every millisecond (rte_eth_link_get_nowait), so PMDs
-// without LSC interrupts (af_packet) report links too.
+// Link state: polled every millisecond by default (rte_eth_link_get_nowait;
+// the interface flags for af_packet, whose PMD always says up), so PMDs
+// without LSC interrupts report links too.
 #pragma once
 
 #include <array>
@@ -43,9 +44,10 @@ struct DpdkOptions {
     std::vector<std::string> vdevs;   ///< virtual devices to add if missing ("net_tap0,iface=x")
     std::uint16_t rx_desc = 1024;
     std::uint16_t tx_desc = 1024;
-    std::uint32_t mbufs = 0;          ///< 0 = sized from ports and rings
+    std::uint32_t mbufs = 0;          ///< frame mbufs per port (0 = sized from the rings and backlog)
     bool zero_copy = true;
-    std::uint32_t backlog = 2048;     ///< frames waiting per port when the PMD ring is full
+    std::uint32_t backlog = 1024;     ///< frames waiting per port when the PMD ring is full
+    std::uint64_t link_poll_ns = 1'000'000;  ///< link state poll period (0: every driver call)
 };
 
 /// Parses DeviceOptions::args. Returns 0 or EINVAL (logged).
@@ -53,7 +55,8 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out);
 
 /// Per-port counters (all frames, by reason for drops).
 struct PortCounters {
-    std::uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
+    std::uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;  ///< everything the PMD gave / took
+    std::uint64_t rx_delivered = 0;        ///< frames handed to the engine (rx_frames less the drops below)
     std::uint64_t tx_zero_copy = 0;        ///< frames sent with payload as external buffers
     std::uint64_t tx_copied = 0;           ///< frames copied into one mbuf
     std::uint64_t tx_pool_empty = 0;       ///< frames refused: no mbuf
@@ -71,7 +74,15 @@ struct PortCounters {
     std::uint64_t tx_oversize = 0;         ///< frames longer than the port's MTU allows (dropped)
 };
 
+/// The mbuf pools of one port (they live as long as the process).
+struct PortPools {
+    rte_mempool* frames = nullptr;  ///< RX and copied TX frames (one frame per mbuf)
+    rte_mempool* ext = nullptr;     ///< data-less mbufs carrying external payload
+    rte_mempool* small = nullptr;   ///< small mbufs: headers before and pad + ICRC after external payload
+};
+
 struct Port {
+    const PortPools* pools = nullptr;
     std::uint16_t id = 0;
     std::string name;
     std::array<std::uint8_t, 6> mac{};
@@ -118,9 +129,6 @@ private:
 
     DpdkOptions opt_;
     std::vector<Port> ports_;
-    rte_mempool* pool_ = nullptr;        ///< RX and copied TX frames (one frame per mbuf)
-    rte_mempool* ext_pool_ = nullptr;    ///< data-less mbufs carrying external payload
-    rte_mempool* small_pool_ = nullptr;  ///< small mbufs: headers before and pad + ICRC after external payload
     std::unique_ptr<TxReleaseRing> release_;
     std::vector<rte_mbuf*> rx_held_;     ///< mbufs of the last burst (views handed out)
     std::vector<std::vector<std::uint8_t>> rx_linear_;  ///< linearising buffers, one per burst slot

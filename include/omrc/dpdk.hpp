@@ -22,7 +22,8 @@
 //   rx_desc, tx_desc   descriptors per queue (default 1024)
 //   mbufs     mbufs in the driver's pool (default: sized from the port count
 //             and descriptor rings)
-//   backlog   frames queued per port while the PMD's ring is full (default 2048)
+//   backlog   frames queued per port while the PMD's ring is full (default 1024)
+//   link_poll_us  link state poll period in µs (default 1000; 0 = every call)
 //   zero_copy 1 (default) transmits payload straight from registered memory
 //             as external buffers; 0 copies every frame into its mbuf
 #pragma once

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Runs the net_tap cases of the DPDK tests: they need root, /dev/net/tun and
+# Runs the net_tap cases of the DPDK tests and the driver conformance suite: they need root, /dev/net/tun and
 # tc. Exits 77 (skipped) where any is missing.
 set -u
 tests=$1
@@ -8,4 +8,5 @@ if [[ $(id -u) != 0 || ! -c /dev/net/tun ]] || ! command -v tc >/dev/null; then
   echo "skipped: net_tap needs root, /dev/net/tun and tc"
   exit 77
 fi
-exec "$tests" "[dpdk_tap]" --warn NoTests
+# net_tap cases and the driver conformance suite over net_tap.
+exec "$tests" "[dpdk_tap],[driver]" --warn NoTests

@@ -19,6 +19,7 @@
 
 #include "omrc/dpdk.hpp"
 #include "omrc/omrc.hpp"
+#include "dpdk/dpdk_env.hpp"
 #include "support/verbs_net.hpp"
 
 using namespace omrc;
@@ -28,36 +29,38 @@ namespace {
 
 constexpr std::uint32_t kPlanes = 2;
 
-/// The EAL arguments of this process: every port any test uses, created once.
-std::string eal_args() {
+/// The memif vdevs of one side: plane p joins net_memif(2p) (server) and
+/// net_memif(2p+1) (client) over a socket of its own.
+std::string memif_vdevs(int side) {
     const std::string dir = "/tmp/omrc-dpdk-test-" + std::to_string(::getpid());
-    std::string a = "--no-huge -m 1024 --no-pci --log-level=*:warning";
+    std::string v;
     for (std::uint32_t p = 0; p < kPlanes; ++p) {
-        const std::string sock = dir + "-p" + std::to_string(p) + ".sock";
-        a += " --vdev net_memif" + std::to_string(2 * p) + ",role=server,id=0,socket=" + sock;
-        a += " --vdev net_memif" + std::to_string(2 * p + 1) + ",role=client,id=0,socket=" + sock;
+        v += (p ? ";" : "") + std::string("net_memif") + std::to_string(2 * p + side) +
+             (side == 0 ? ",role=server" : ",role=client") + ",id=0,socket=" + dir + "-p" + std::to_string(p) + ".sock";
     }
-    return a;
-}
-
-std::unique_ptr<Device> open_dpdk(const std::string& ports, std::uint64_t seed, std::map<std::string, std::string, std::less<>> extra = {}) {
-    REQUIRE(dpdk::register_driver() == 0);
-    DeviceOptions o;
-    o.args = std::move(extra);
-    o.args["eal"] = eal_args();
-    o.args["ports"] = ports;
-    o.seed = seed;
-    int err = -1;
-    auto dev = Device::open("dpdk", o, &err);
-    REQUIRE(err == 0);
-    REQUIRE(dev != nullptr);
-    return dev;
+    return v;
 }
 
 std::string memif_ports(int side) {
     std::string s;
     for (std::uint32_t p = 0; p < kPlanes; ++p) s += (p ? "," : "") + std::string("net_memif") + std::to_string(2 * p + side);
     return s;
+}
+
+std::unique_ptr<Device> open_dpdk(const std::string& ports, std::uint64_t seed, std::map<std::string, std::string, std::less<>> extra = {}) {
+    REQUIRE(dpdk::register_driver() == 0);
+    DeviceOptions o;
+    o.args = std::move(extra);
+    o.args["eal"] = dpdk_eal_args();
+    o.args["ports"] = ports;
+    if (ports.find("memif") != std::string::npos && !o.args.count("vdevs"))
+        o.args["vdevs"] = memif_vdevs(ports.find("net_memif0") != std::string::npos ? 0 : 1);
+    o.seed = seed;
+    int err = -1;
+    auto dev = Device::open("dpdk", o, &err);
+    REQUIRE(err == 0);
+    REQUIRE(dev != nullptr);
+    return dev;
 }
 
 /// Progresses both devices until every plane of both is up (memif connects
@@ -141,7 +144,7 @@ TransferResult transfer(Device& da, Device& db, std::size_t total, std::size_t m
 TEST_CASE("dpdk: bad arguments are refused with a clear errno", "[dpdk]") {
     REQUIRE(dpdk::register_driver() == 0);
     DeviceOptions o;
-    o.args["eal"] = eal_args();
+    o.args["eal"] = dpdk_eal_args();
     o.args["colour"] = "blue";
     int err = 0;
     CHECK(Device::open("dpdk", o, &err) == nullptr);
@@ -159,7 +162,7 @@ TEST_CASE("dpdk: bad arguments are refused with a clear errno", "[dpdk]") {
 TEST_CASE("dpdk: a port serves one device at a time", "[dpdk]") {
     auto a = open_dpdk(memif_ports(0), 1);
     DeviceOptions o;
-    o.args["eal"] = eal_args();
+    o.args["eal"] = dpdk_eal_args();
     o.args["ports"] = memif_ports(0);
     int err = 0;
     CHECK(Device::open("dpdk", o, &err) == nullptr);
@@ -203,23 +206,14 @@ TEST_CASE("dpdk: the same transfer with every frame copied", "[dpdk]") {
 
 namespace {
 
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    INFO(cmd);
-    CHECK(rc == 0);
-    return rc;
-}
-
 std::uint64_t counter(const Device& d, const std::string& name) {
     return nlohmann::json::parse(d.stats_json())["driver"]["counters"][name].get<std::uint64_t>();
 }
 
-/// Kernel tap interfaces for two devices of two planes, the kernel side of
-/// each A port redirected (tc mirred) to the B port of the same plane and
-/// back: a cable per plane. Removed on destruction.
+/// Kernel tap interfaces for two devices of two planes, plane by plane
+/// wired to each other.
 struct TapWires {
-    std::string prefix = "ot" + std::to_string(::getpid() % 100000);
-    std::string iface(char side, std::uint32_t plane) const { return prefix + side + std::to_string(plane); }
+    std::string iface(char side, std::uint32_t plane) const { return tap_iface(std::string(1, side), plane); }
     std::string vdevs(char side, int first) const {
         std::string v;
         for (std::uint32_t p = 0; p < kPlanes; ++p)
@@ -234,12 +228,7 @@ struct TapWires {
         return v;
     }
     void wire() const {
-        for (std::uint32_t p = 0; p < kPlanes; ++p)
-            for (const auto& [from, to] : {std::pair{iface('a', p), iface('b', p)}, std::pair{iface('b', p), iface('a', p)}}) {
-                sh("ip link set " + from + " up");
-                sh("tc qdisc add dev " + from + " ingress");
-                sh("tc filter add dev " + from + " parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev " + to);
-            }
+        for (std::uint32_t p = 0; p < kPlanes; ++p) wire_taps(iface('a', p), iface('b', p));
     }
 };
 
@@ -257,7 +246,7 @@ TEST_CASE("dpdk: net_tap ports, kernel noise counted, a port lost midway", "[dpd
     const TransferResult r = transfer(*a, *b, 64u << 20, 1u << 20, 7, 1024, [&](std::size_t done) {
         if (done == 24 && !cut) {
             // Plane 1 of A goes dark: the kernel side of its tap is set down.
-            sh("ip link set " + w.iface('a', 1) + " down");
+            dpdk_sh("ip link set " + w.iface('a', 1) + " down");
             cut = true;
         }
         if (done == 40) b_plane1_at_cut = counter(*b, "plane1.tx_frames");

@@ -2,6 +2,8 @@
 // The driver conformance suite: the same checks run against every driver
 // through the private driver interface: loopback in virtual-clock and
 // real-time mode, udp (plain mode on ::1); other drivers add a Factory below.
+// The DPDK test binary compiles this file with OMRC_CONFORMANCE_DPDK and runs
+// it over net_tap ports (tests/dpdk/conformance_dpdk.hpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -46,6 +48,14 @@ std::uint64_t steady_ns() {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+#ifdef OMRC_CONFORMANCE_DPDK
+}  // namespace
+// Built into the DPDK test binary instead (one EAL per process): the suite
+// runs over the dpdk driver's ports only.
+#include "dpdk/conformance_dpdk.hpp"
+namespace {
+std::vector<Factory> factories() { return dpdk_factories(); }
+#else
 std::vector<Factory> factories() {
     return {
         {"loopback/virtual_clock",
@@ -115,6 +125,7 @@ std::vector<Factory> factories() {
          }},
     };
 }
+#endif
 
 /// The sample frames a driver carries.
 std::vector<wire::SampleFrame> samples_for(const Pair& p) {
