@@ -182,10 +182,14 @@ TEST_CASE("scenario__failures_on_schedule", "[sim_smoke]") {
         const Result r = run_scenario(c);
         REQUIRE(r.completed);
         REQUIRE(r.qp_errors == 0);
-        // After the loss, plane 1 carries nothing from host 0 (the last buckets see plane 0 only).
+        // Both directions touch host 0's lost port: once the loss is known
+        // (port-status to the peer), plane 1 carries no data at all.
         REQUIRE(r.plane_series_gbps.size() > 6);
+        const auto& before = r.plane_series_gbps[1];
         const auto& tail = r.plane_series_gbps[r.plane_series_gbps.size() - 3];
+        REQUIRE(before[1] > 0);
         REQUIRE(tail[0] > 0);
+        REQUIRE(tail[1] == 0);
     }
     SECTION("a whole switch lost and returned") {
         ScenarioConfig c = tiny(8, 1'000'000);
