@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Side-by-side measurements in one run (docs/PERFORMANCE.md, "omrc-perf and
-# the udp driver"): omrc-perf write_bw 64 KiB over the udp driver vs iperf3
-# TCP on loopback, and omrc-perf write_lat 8 B over udp vs sockperf UDP
-# ping-pong. Every row is one function `row_<name>` that prints
+# the udp driver"): omrc-perf write_bw 64 KiB between two processes over
+# DPDK net_memif and over the udp driver vs iperf3 TCP on loopback, and
+# omrc-perf write_lat 8 B over memif and over udp vs sockperf UDP ping-pong. Every row is one function `row_<name>` that prints
 #   <name>|<metric>|<value>|<unit>|<command>
 # so a new row (e.g. a DPDK memif one) is one more function plus one more
 # name in ROWS; RATIOS lists "numerator:denominator" row pairs.
@@ -15,8 +15,8 @@ set -uo pipefail
 
 PERF=build/release/bench/perf/omrc-perf
 SECONDS_PER_ROW=5
-ROWS="omrc_bw_udp iperf3_tcp omrc_lat_udp sockperf_udp"
-RATIOS="omrc_bw_udp:iperf3_tcp omrc_lat_udp:sockperf_udp"
+ROWS="omrc_bw_memif omrc_bw_udp iperf3_tcp omrc_lat_memif omrc_lat_udp sockperf_udp"
+RATIOS="omrc_bw_memif:iperf3_tcp omrc_bw_udp:iperf3_tcp omrc_lat_memif:sockperf_udp omrc_lat_udp:sockperf_udp"
 while (($#)); do
   case $1 in
     --perf) PERF=$2; shift 2 ;;
@@ -83,6 +83,38 @@ row_sockperf_udp() {
   echo "sockperf_udp|UDP ping-pong 14 B, median one-way|$p50|us|$cmd"
   echo "sockperf_udp_avg|UDP ping-pong 14 B, average|$avg|us|$cmd"
   echo "sockperf_udp_p99|UDP ping-pong 14 B, 99th percentile|$p99|us|$cmd"
+}
+
+# DPDK net_memif between two processes: one memif pair per plane, each
+# process with its own EAL. memif buffers of 8 KiB hold a whole 4 KiB-payload
+# frame (DPDK 22.11's memif mis-delivers frames chained over several buffers).
+memif_eal() {  # memif_eal ROLE TAG
+  local a="--no-huge -m 1024 --no-pci --log-level=*:warning" p
+  for p in 0 1; do a+=" --vdev net_memif$p,role=$1,socket=$TMP/memif-$2-$p.sock,bsize=8192"; done
+  echo "$a"
+}
+
+row_omrc_bw_memif() {
+  local port; port=$(free_port)
+  "$PERF" write_bw --driver dpdk --eal "$(memif_eal server bw)" -p "$port" >"$TMP/mbw_srv.log" 2>&1 & BG+=($!)
+  wait_for "$TMP/mbw_srv.log" "Waiting for a client" || { echo "omrc_bw_memif|error|0||server did not start"; return; }
+  local cmd="$PERF write_bw 127.0.0.1 --driver dpdk --eal '$(memif_eal client bw)' -p $port -s 65536 -D $SECONDS_PER_ROW --report_gbits"
+  "$PERF" write_bw 127.0.0.1 --driver dpdk --eal "$(memif_eal client bw)" -p "$port" -s 65536 -D "$SECONDS_PER_ROW" \
+    --report_gbits --out_json "$TMP/mbw.json" >"$TMP/mbw.log" 2>&1 || { echo "omrc_bw_memif|error|0||$(tail -1 "$TMP/mbw.log")"; return; }
+  echo "omrc_bw_memif|write_bw 64 KiB over memif, BW average|$(json "$TMP/mbw.json" "round(d['results'][0]['bw_avg'],3)")|Gb/s|$cmd"
+  echo "omrc_bw_memif_peak|write_bw 64 KiB over memif, BW peak|$(json "$TMP/mbw.json" "round(d['results'][0]['bw_peak'],3)")|Gb/s|$cmd"
+}
+
+row_omrc_lat_memif() {
+  local port; port=$(free_port)
+  "$PERF" write_lat --driver dpdk --eal "$(memif_eal server lat)" -p "$port" >"$TMP/mlat_srv.log" 2>&1 & BG+=($!)
+  wait_for "$TMP/mlat_srv.log" "Waiting for a client" || { echo "omrc_lat_memif|error|0||server did not start"; return; }
+  local cmd="$PERF write_lat 127.0.0.1 --driver dpdk --eal '$(memif_eal client lat)' -p $port -s 8 -D $SECONDS_PER_ROW"
+  "$PERF" write_lat 127.0.0.1 --driver dpdk --eal "$(memif_eal client lat)" -p "$port" -s 8 -D "$SECONDS_PER_ROW" \
+    --out_json "$TMP/mlat.json" >"$TMP/mlat.log" 2>&1 || { echo "omrc_lat_memif|error|0||$(tail -1 "$TMP/mlat.log")"; return; }
+  echo "omrc_lat_memif|write_lat 8 B over memif, typical (median) half RTT|$(json "$TMP/mlat.json" "round(d['results'][0]['t_typical_us'],2)")|us|$cmd"
+  echo "omrc_lat_memif_avg|write_lat 8 B over memif, average|$(json "$TMP/mlat.json" "round(d['results'][0]['t_avg_us'],2)")|us|$cmd"
+  echo "omrc_lat_memif_p99|write_lat 8 B over memif, 99th percentile|$(json "$TMP/mlat.json" "round(d['results'][0]['p99_us'],2)")|us|$cmd"
 }
 
 # ---- run --------------------------------------------------------------------

@@ -25,6 +25,7 @@ struct Options {
     std::uint32_t tx_depth = 0;         ///< outstanding WRs per QP (0: the test's default)
     bool report_gbits = false;
     std::string out_json;
+    std::string stats_json;  ///< --stats: Device::stats_json() written here after the run
     std::uint16_t port = 18515;
     std::string driver = "udp";
     std::string eal;

@@ -138,6 +138,14 @@ struct Endpoint {
 
     /// Opens the device, creates `qps` QPs and registers the buffer. "" or the error.
     std::string open(const Options& o, std::uint32_t nqps, std::size_t per_qp, std::uint32_t depth) {
+        if (auto e = open_device(o); !e.empty()) return e;
+        return create(nqps, per_qp, depth);
+    }
+
+    /// Opens the device only (a server does so before it waits for a client,
+    /// so its ports are up when the client's come: a memif client port needs
+    /// its server listening). "" or the error.
+    std::string open_device(const Options& o) {
         DeviceOptions d;
         for (const std::string& kv : o.dev_args) {
             const std::size_t eq = kv.find('=');
@@ -156,6 +164,12 @@ struct Endpoint {
             return fmt::format("cannot open driver '{}': {} (drivers: {}; see OMRC_LOG_LEVEL=info for details)",
                                o.driver, std::strerror(err), fmt::join(Device::drivers(), ", "));
         }
+        return {};
+    }
+
+    /// The PD, CQs, buffer and `nqps` QPs on the open device. "" or the error.
+    std::string create(std::uint32_t nqps, std::size_t per_qp, std::uint32_t depth) {
+        int err = 0;
         pd = dev->alloc_pd(&err);
         const int cqe = static_cast<int>(std::min<std::uint64_t>(std::uint64_t{nqps} * depth * 2 + 1024, 1u << 20));
         scq = dev->create_cq(cqe, &err);
@@ -434,6 +448,8 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     Oob oob;
     if (auto e = oob.listen(o.port); !e.empty()) return fail(o, "server", e);
     if (bound_port_out != nullptr) bound_port_out->store(oob.listen_port());
+    Endpoint ep;
+    if (auto e = ep.open_device(o); !e.empty()) return fail(o, "server", e);
     if (!o.quiet) fmt::print(" Waiting for a client on port {}\n", oob.listen_port());
     std::fflush(stdout);
     if (auto e = oob.accept(milliseconds(0)); !e.empty()) return fail(o, "server", e);
@@ -462,8 +478,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     }
     if (nqps == 0 || nqps > 1024 || buffer == 0 || buffer > (1ull << 30) || o.sizes.empty())
         return fail(o, "server", "the client's hello is out of range (qps 1..1024, buffer ≤ 1 GiB)", &oob);
-    Endpoint ep;
-    if (auto e = ep.open(o, nqps, buffer, o.tx_depth); !e.empty()) return fail(o, "server", e, &oob);
+    if (auto e = ep.create(nqps, buffer, o.tx_depth); !e.empty()) return fail(o, "server", e, &oob);
     DeviceAddress peer;
     if (auto e = read_peer_hello(hello, nqps, peer, ep.remote); !e.empty()) return fail(o, "server", e, &oob);
     nlohmann::json reply = ep.hello_fields();
@@ -528,6 +543,12 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     }
     print_footer(o);
     if (auto e = write_json(o, results, ep.dev->planes()); !e.empty()) return fail(o, "server", e);
+    if (!o.stats_json.empty()) {
+        std::FILE* f = std::fopen(o.stats_json.c_str(), "w");
+        if (f == nullptr) return fail(o, "server", fmt::format("--stats {}: {}", o.stats_json, std::strerror(errno)));
+        fmt::print(f, "{}\n", ep.dev->stats_json());
+        std::fclose(f);
+    }
     return 0;
 }
 
@@ -584,6 +605,12 @@ int run_client(Options o) {
     (void)oob.send({{"type", "bye"}});
     print_footer(o);
     if (auto e = write_json(o, results, ep.dev->planes()); !e.empty()) return fail(o, "client", e);
+    if (!o.stats_json.empty()) {
+        std::FILE* f = std::fopen(o.stats_json.c_str(), "w");
+        if (f == nullptr) return fail(o, "client", fmt::format("--stats {}: {}", o.stats_json, std::strerror(errno)));
+        fmt::print(f, "{}\n", ep.dev->stats_json());
+        std::fclose(f);
+    }
     return 0;
 }
 

@@ -36,7 +36,7 @@ std::string memif_vdevs(int side) {
     std::string v;
     for (std::uint32_t p = 0; p < kPlanes; ++p) {
         v += (p ? ";" : "") + std::string("net_memif") + std::to_string(2 * p + side) +
-             (side == 0 ? ",role=server" : ",role=client") + ",id=0,socket=" + dir + "-p" + std::to_string(p) + ".sock";
+             (side == 0 ? ",role=server" : ",role=client") + ",id=0,bsize=8192,socket=" + dir + "-p" + std::to_string(p) + ".sock";
     }
     return v;
 }
