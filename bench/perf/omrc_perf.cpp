@@ -87,6 +87,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1u, 65536u));
     app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/sec (default MB/sec, 2^20 bytes)");
     app.add_option("--out_json", o.out_json, "also write the results as JSON to this file");
+    app.add_flag("--check", o.check,
+                 "write_bw: random source data, and the server's memory is compared (CRC-64) after each size");
     app.add_option("--stats", o.stats_json, "write the device's counters (engine, paths, driver) as JSON to this file");
     app.add_option("-p,--port", o.port, "out-of-band TCP port")->check(CLI::Range(1, 65535));
     app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));

@@ -24,6 +24,7 @@ struct Options {
     std::uint32_t qps = 1;
     std::uint32_t tx_depth = 0;         ///< outstanding WRs per QP (0: the test's default)
     bool report_gbits = false;
+    bool check = false;                 ///< write_bw: verify the server's memory (CRC-64) after each size
     std::string out_json;
     std::string stats_json;  ///< --stats: Device::stats_json() written here after the run
     std::uint16_t port = 18515;

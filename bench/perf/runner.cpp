@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <isa-l/crc64.h>
 #include <memory>
 #include <random>
 
@@ -294,6 +295,13 @@ std::string check_wc(const Wc& wc) {
 // ---------------------------------------------------------------------------
 // write_bw
 
+/// CRC-64 of the first `size` bytes of every QP's buffer (--check).
+std::vector<std::uint64_t> buffer_crcs(const Endpoint& ep, std::uint32_t size) {
+    std::vector<std::uint64_t> crcs;
+    for (std::size_t q = 0; q < ep.qps.size(); ++q) crcs.push_back(crc64_ecma_refl(0, ep.buf + q * ep.buf_per_qp, size));
+    return crcs;
+}
+
 std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r) {
     const std::size_t nqps = ep.qps.size();
     std::vector<std::uint64_t> outstanding(nqps, 0);
@@ -472,6 +480,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
         o.evs = hello.at("evs").get<std::uint32_t>();
         o.policy = hello.at("policy").get<std::string>();
         o.report_gbits = hello.at("report_gbits").get<bool>();
+        o.check = hello.value("check", false);
         buffer = hello.at("buffer").get<std::uint64_t>();
     } catch (const nlohmann::json::exception& e) {
         return fail(o, "server", fmt::format("the client's hello is malformed: {}", e.what()), &oob);
@@ -479,6 +488,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     if (nqps == 0 || nqps > 1024 || buffer == 0 || buffer > (1ull << 30) || o.sizes.empty())
         return fail(o, "server", "the client's hello is out of range (qps 1..1024, buffer ≤ 1 GiB)", &oob);
     if (auto e = ep.create(nqps, buffer, o.tx_depth); !e.empty()) return fail(o, "server", e, &oob);
+    if (o.check) std::memset(ep.buf, 0, ep.buf_per_qp * nqps);  // what the client writes must arrive
     DeviceAddress peer;
     if (auto e = read_peer_hello(hello, nqps, peer, ep.remote); !e.empty()) return fail(o, "server", e, &oob);
     nlohmann::json reply = ep.hello_fields();
@@ -535,6 +545,14 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
             }
             Result r;
             if (m["type"] != "result" || !from_json(m, r)) return fail(o, "server", "malformed result from the client", &oob);
+            if (o.check && o.test == Test::write_bw) {
+                const auto want = m.value("crc64", std::vector<std::uint64_t>{});
+                const auto have = buffer_crcs(ep, r.bytes);
+                if (want != have)
+                    return fail(o, "server", fmt::format("data check failed at {} bytes: the memory differs from "
+                                                         "what the client sent", r.bytes), &oob);
+                if (!o.quiet) fmt::print(" data check: {} bytes x {} QP(s) match (CRC-64)\n", r.bytes, have.size());
+            }
             results.push_back(r);
             print_row(o, r);
             continue;
@@ -573,6 +591,14 @@ int run_client(Options o) {
     hello["evs"] = o.evs;
     hello["policy"] = o.policy;
     hello["report_gbits"] = o.report_gbits;
+    hello["check"] = o.check;
+    if (o.check) {
+        std::mt19937_64 rng(0x6f6d7263);
+        for (std::size_t i = 0; i + 8 <= ep.buf_per_qp * ep.qps.size(); i += 8) {
+            const std::uint64_t v = rng();
+            std::memcpy(ep.buf + i, &v, 8);
+        }
+    }
     hello["buffer"] = ep.buf_per_qp;
     if (auto e = oob.send(hello); !e.empty()) return fail(o, "client", e);
     nlohmann::json reply;
@@ -596,6 +622,7 @@ int run_client(Options o) {
         if (!e.empty()) return fail(o, "client", fmt::format("{} bytes: {}", size, e), &oob);
         nlohmann::json msg = to_json(r);
         msg["type"] = "result";
+        if (o.check && o.test == Test::write_bw) msg["crc64"] = buffer_crcs(ep, size);
         if (auto e2 = oob.send(msg); !e2.empty()) return fail(o, "client", e2);
         results.push_back(r);
         print_row(o, r);
