@@ -75,7 +75,12 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["data_packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s : 0.0;
     j["packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.packets) / r.wall_s : 0.0;
     j["peak_rss_mib"] = static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0);
-    if (r.dead_path_last_drop_us >= 0) j["dead_path_last_drop_us"] = r.dead_path_last_drop_us;
+    if (r.dead_path_last_drop_us >= 0) {
+        j["dead_path_last_drop_us"] = r.dead_path_last_drop_us;
+        j["dead_path_p90_drop_us"] = r.dead_path_p90_drop_us;
+        j["dead_path_share_within_50us"] = r.dead_path_share_50us;
+        j["dead_path_drops_pkts"] = r.dead_path_drops;
+    }
     return j;
 }
 
@@ -99,7 +104,9 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     s += fmt::format("plane Gb/s  {}\n", planes);
     s += fmt::format("T0→T1 CoV    {:.4f}  (utilisation of {} uplinks)\n", r.t0_t1_util_cov, r.uplink_util.size());
     if (r.dead_path_last_drop_us >= 0)
-        s += fmt::format("dead path    last frame lost {:.1f} µs after the switch failed\n", r.dead_path_last_drop_us);
+        s += fmt::format("dead path    {} data frames lost toward the dead switch: {:.1f} % within 50 µs, 90 % within {:.1f} µs, "
+                         "the last {:.1f} µs after it failed\n",
+                         r.dead_path_drops, 100.0 * r.dead_path_share_50us, r.dead_path_p90_drop_us, r.dead_path_last_drop_us);
     s += fmt::format("simulator    {:.2f} s wall, {:.2f} s CPU ({:.2f} s build), {:.0f} k data packets per wall s ({:.0f} k per CPU s), "
                      "{} events, peak RSS {:.0f} MiB\n",
                      r.wall_s, r.cpu_s, r.build_s, r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s / 1e3 : 0.0,

@@ -193,10 +193,13 @@ void Simulator::start_tx(std::uint32_t idx) {
     }
 }
 
-void Simulator::drop_down(Port& port, Packet* p) noexcept {
+void Simulator::drop_down(Port& port, Packet* p) {
     ++port.drops;
     ++port.down_drops;
-    if (p->data) port.last_down_drop_ps = now_;  // probes keep testing dead paths by design
+    if (p->data) {
+        port.last_down_drop_ps = now_;  // data only: probes keep testing dead paths by design
+        if (cfg_.log_down_drops) down_log_.emplace_back(now_, static_cast<std::uint32_t>(&port - ports_.data()));
+    }
     drop(p);
 }
 

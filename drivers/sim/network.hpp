@@ -124,6 +124,7 @@ struct SimConfig {
     bool carry_payload = false;               ///< receivers see the sender's payload bytes (needs live send buffers)
     TimePs telemetry_bucket_ps = 10 * kPsPerUs; ///< per-plane delivered-bytes series resolution; 0 = off
     std::uint32_t tracked_src_nic = UINT32_MAX;  ///< also keep a series of this NIC's delivered data bytes
+    bool log_down_drops = false;              ///< keep (time, port) of every data frame lost to a down link
 };
 
 /// Sink for what NIC engines report.
@@ -198,6 +199,8 @@ public:
         return delivered_;
     }
     [[nodiscard]] const std::vector<std::uint64_t>& tracked_series() const noexcept { return tracked_; }
+    /// SimConfig::log_down_drops: (time, port where it was lost) of each data frame lost to a down link.
+    [[nodiscard]] const std::vector<std::pair<TimePs, std::uint32_t>>& down_drop_log() const noexcept { return down_log_; }
     [[nodiscard]] std::size_t packet_pool_size() const noexcept { return pool_.allocated(); }
 
 private:
@@ -206,7 +209,7 @@ private:
     void enqueue(std::uint32_t port, Packet* p);
     void arrive(std::uint32_t port, Packet* p, std::uint32_t epoch);
     void drop(Packet* p) noexcept { pool_.put(p); }
-    void drop_down(Port& port, Packet* p) noexcept;
+    void drop_down(Port& port, Packet* p);
     void flush(Port& port);
     // forwarding.cpp
     std::uint32_t route(Switch& s, Packet& p);
@@ -238,6 +241,7 @@ private:
     std::vector<std::uint8_t> rxbuf_;            ///< a received frame flattened for on_rx (payload zeros unless carried)
     std::vector<std::array<std::uint64_t, 16>> delivered_;
     std::vector<std::uint64_t> tracked_;
+    std::vector<std::pair<TimePs, std::uint32_t>> down_log_;
     TimePs now_ = 0;
     bool stop_ = false;
     std::uint64_t events_ = 0;

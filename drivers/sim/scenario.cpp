@@ -67,6 +67,7 @@ private:
     void start_step(std::uint32_t step);
     void on_completion(std::uint32_t nic, const core::Completion& c, TimePs now);
     void schedule_failures();
+    void measure_dead_path();
     void apply(const FailureSpec& f, bool down);
     std::uint32_t link_port(const FailureSpec& f) const;
     TimePs ideal_fct_ps(const Flow& f) const;
@@ -94,6 +95,9 @@ private:
     std::uint32_t dead_switch_ = kNone;
     TimePs dead_since_ = 0;
     double dead_path_last_drop_us_ = -1;
+    double dead_path_p90_drop_us_ = -1;
+    double dead_path_share_50us_ = -1;
+    std::uint64_t dead_path_drops_ = 0;
     double cpu_run_s_ = 0;
 };
 
@@ -269,14 +273,7 @@ void Runner::apply(const FailureSpec& f, bool down) {
                 dead_switch_ = sw;
                 dead_since_ = sim_->now();
             } else if (sw == dead_switch_) {
-                // Before links come back: the last frame lost toward the dead switch.
-                TimePs last = 0;
-                const Switch& s = sim_->sw(sw);
-                for (std::uint32_t i = 0; i < s.ports; ++i) {
-                    const Port& p = sim_->port(s.first_port + i);
-                    if (p.peer != kNone) last = std::max(last, sim_->port(p.peer).last_down_drop_ps);
-                }
-                dead_path_last_drop_us_ = last > dead_since_ ? to_us(last - dead_since_) : 0.0;
+                measure_dead_path();  // before its links come back
                 dead_switch_ = kNone;
             }
             sim_->set_switch(sw, !down);
@@ -288,6 +285,33 @@ void Runner::apply(const FailureSpec& f, bool down) {
             sim_->set_nic_port(f.host, f.plane, !down);
             break;
     }
+}
+
+void Runner::measure_dead_path() {
+    // Data frames lost toward the dead switch: at the ports facing it (queued,
+    // sent into the down link later) and on the wire of its links.
+    const Switch& s = sim_->sw(dead_switch_);
+    std::vector<bool> facing(sim_->port_count(), false);
+    for (std::uint32_t i = 0; i < s.ports; ++i) {
+        const Port& p = sim_->port(s.first_port + i);
+        if (p.peer != kNone) facing[p.peer] = true;
+        facing[s.first_port + i] = true;
+    }
+    std::vector<TimePs> after;
+    for (const auto& [t, port] : sim_->down_drop_log())
+        if (t >= dead_since_ && facing[port]) after.push_back(t - dead_since_);
+    dead_path_drops_ = after.size();
+    if (after.empty()) {
+        dead_path_last_drop_us_ = dead_path_p90_drop_us_ = 0;
+        dead_path_share_50us_ = 1;
+        return;
+    }
+    std::sort(after.begin(), after.end());
+    dead_path_last_drop_us_ = to_us(after.back());
+    const auto rank = static_cast<std::size_t>(std::ceil(0.90 * static_cast<double>(after.size())));
+    dead_path_p90_drop_us_ = to_us(after[std::clamp<std::size_t>(rank, 1, after.size()) - 1]);
+    const auto early = std::upper_bound(after.begin(), after.end(), 50 * kPsPerUs) - after.begin();
+    dead_path_share_50us_ = static_cast<double>(early) / static_cast<double>(after.size());
 }
 
 void Runner::schedule_failures() {
@@ -318,6 +342,8 @@ Result Runner::run() {
     sc.carry_payload = cfg_.carry_payload;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
     sc.tracked_src_nic = cfg_.tracked_src_host;
+    sc.log_down_drops = std::any_of(cfg_.failures.begin(), cfg_.failures.end(),
+                                    [](const FailureSpec& f) { return f.kind == FailureKind::switch_down; });
     sim_ = std::make_unique<Simulator>(sc);
 
     // The workload first: it decides how many QPs an engine needs.
@@ -369,15 +395,7 @@ Result Runner::run() {
     sim_->run(cfg_.max_time_ps);
     cpu_run_s_ = cpu_seconds() - cpu0;
     const auto t_end = std::chrono::steady_clock::now();
-    if (dead_switch_ != kNone) {
-        TimePs last = 0;
-        const Switch& s = sim_->sw(dead_switch_);
-        for (std::uint32_t i = 0; i < s.ports; ++i) {
-            const Port& p = sim_->port(s.first_port + i);
-            if (p.peer != kNone) last = std::max(last, sim_->port(p.peer).last_down_drop_ps);
-        }
-        dead_path_last_drop_us_ = last > dead_since_ ? to_us(last - dead_since_) : 0.0;
-    }
+    if (dead_switch_ != kNone) measure_dead_path();
 
     Result r;
     r.name = cfg_.name;
@@ -505,6 +523,9 @@ Result Runner::run() {
     r.packets = sim_->packets_sent();
     r.events = sim_->events_processed();
     r.dead_path_last_drop_us = dead_path_last_drop_us_;
+    r.dead_path_p90_drop_us = dead_path_p90_drop_us_;
+    r.dead_path_share_50us = dead_path_share_50us_;
+    r.dead_path_drops = dead_path_drops_;
     if (cfg_.carry_payload)
         for (std::size_t i = 0; i < plan_.flows.size(); ++i)
             if (!std::equal(send_bufs_[i].begin(), send_bufs_[i].end(), recv_bufs_[i].begin(), recv_bufs_[i].end()))

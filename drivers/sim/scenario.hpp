@@ -96,7 +96,10 @@ struct Result {
     double cpu_s = 0;                    ///< CPU time of the run (user + system): robust on a shared machine
     double build_s = 0;
     std::uint64_t peak_rss_bytes = 0;    ///< process peak (getrusage), after the run
-    double dead_path_last_drop_us = -1;  ///< switch_down: failure → last frame lost toward the dead switch (-1: n/a)
+    double dead_path_last_drop_us = -1;  ///< switch_down: failure → last data frame lost toward the dead switch (-1: n/a)
+    double dead_path_p90_drop_us = -1;   ///< ... → the time by which 90 % of those frames were lost
+    double dead_path_share_50us = -1;    ///< share of those frames lost within 50 µs of the failure
+    std::uint64_t dead_path_drops = 0;   ///< data frames lost toward the dead switch (queued, on the wire, sent later)
     std::uint64_t payload_mismatches = 0;  ///< carry_payload: flows whose bytes differ at the receiver
 };
 

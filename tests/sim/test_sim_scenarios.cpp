@@ -108,16 +108,20 @@ TEST_CASE("figure_b__t1_switch_lost_mid_allreduce_and_returned", "[sim]") {
     const double before = mean_of(base.step_us, 9, 16);
     const double lost = 1.0 / (8.0 * 8.0);  // one T1 of 8, in one plane of 8
     INFO("steady step during the outage " << failed << " µs vs " << before << " µs; lost capacity " << lost
-                                          << "; last data frame into the dead switch after " << r.dead_path_last_drop_us << " µs");
+                                          << "; data frames lost toward the dead switch: " << r.dead_path_drops << ", "
+                                          << 100 * r.dead_path_share_50us << " % within 50 µs, the last after "
+                                          << r.dead_path_last_drop_us << " µs");
     // The goal is a slowdown close to the lost capacity (1.6 %). The engine
     // splits packets equally over planes, so the degraded plane (7/8 of its
     // capacity left) gates the step: up to 8/7 − 1 = 14.3 % slower. Asserted:
     // no worse than that (cross-plane rebalancing is not there yet;
     // docs/SIMULATOR.md records the measured 13.7 %).
     REQUIRE(failed <= before * (8.0 / 7.0) * 1.01);
-    // Senders stop using the dead switch within a bounded time (MRC: tens of µs;
-    // this engine measures ~120 µs, see docs/SIMULATOR.md).
-    REQUIRE(r.dead_path_last_drop_us >= 0);
+    // Senders stop using the dead switch: the bulk of the frames it costs
+    // are lost within 50 µs (MRC: tens of µs); a few stragglers (replacement
+    // EVs that land on the same dead T1 again) come later, bounded here.
+    REQUIRE(r.dead_path_drops > 0);
+    REQUIRE(r.dead_path_share_50us >= 0.75);  // measured 80 % here, 97 % on the 64-GPU figure
     REQUIRE(r.dead_path_last_drop_us <= 200);
     // The switch's return costs nothing (its EVs come back through probes,
     // whose backoff can reach 1 ms, so full speed returns later).
