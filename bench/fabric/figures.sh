@@ -3,8 +3,8 @@
 # Re-runs the scenarios behind docs/SIMULATOR.md §5 and refreshes docs/img/sim_*.png.
 # Usage: bench/fabric/figures.sh [path/to/omrc-fabric] [work dir]
 set -eu
-BIN=${1:-build/bench/fabric/omrc-fabric}
-OUT=${2:-build/fabric-figures}
+BIN=${1:-build/release/bench/fabric/omrc-fabric}
+OUT=${2:-build/release/fabric-figures}
 S=bench/fabric/scenarios
 IMG=docs/img
 mkdir -p "$OUT" "$IMG"
