@@ -5,6 +5,8 @@
 // initialised by the first device and shared by every later one.
 #include <catch2/catch.hpp>
 
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +18,8 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
 
 #include "omrc/dpdk.hpp"
 #include "omrc/omrc.hpp"
@@ -51,7 +55,7 @@ std::unique_ptr<Device> open_dpdk(const std::string& ports, std::uint64_t seed, 
     REQUIRE(dpdk::register_driver() == 0);
     DeviceOptions o;
     o.args = std::move(extra);
-    o.args["eal"] = dpdk_eal_args();
+    if (!o.args.count("eal")) o.args["eal"] = dpdk_eal_args();
     o.args["ports"] = ports;
     if (ports.find("memif") != std::string::npos && !o.args.count("vdevs"))
         o.args["vdevs"] = memif_vdevs(ports.find("net_memif0") != std::string::npos ? 0 : 1);
@@ -173,7 +177,12 @@ TEST_CASE("dpdk: a port serves one device at a time", "[dpdk]") {
 }
 
 TEST_CASE("dpdk: 64 MiB of sprayed WRITEs over net_memif, zero copy, byte-exact", "[dpdk]") {
+    cpu_set_t before, after;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
     auto a = open_dpdk(memif_ports(0), 11);
+    // Opening a device (and the EAL with it) leaves this thread's CPU affinity alone.
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
+    CHECK(CPU_EQUAL(&before, &after));
     auto b = open_dpdk(memif_ports(1), 12);
     REQUIRE(wait_links(*a, *b));
     const TransferResult r = transfer(*a, *b, 64u << 20, 1u << 20, 5, 4096);
@@ -266,4 +275,57 @@ TEST_CASE("dpdk: net_tap ports, kernel noise counted, a port lost midway", "[dpd
     // The kernel's own frames on the taps (router solicitations, MLD) are dropped and counted.
     CHECK(counter(*a, "plane0.rx_kernel_noise") + counter(*b, "plane0.rx_kernel_noise") +
               counter(*a, "plane0.rx_multicast") + counter(*b, "plane0.rx_multicast") > 0);
+}
+
+// Run alone in its process (ctest entry dpdk_attach): the application owns
+// the EAL and its ports; the driver attaches and leaves the thread's CPU
+// affinity as it was.
+TEST_CASE("dpdk: a device attaches to an EAL the application initialised", "[dpdk_attach]") {
+    cpu_set_t before;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
+    std::string args = dpdk_eal_args() + " --file-prefix omrc-attach-" + std::to_string(::getpid()) + " " ;
+    for (int side = 0; side < 2; ++side)
+        for (const std::string& v : {memif_vdevs(side)}) {
+            std::size_t start = 0;
+            while (start <= v.size()) {
+                const std::size_t semi = v.find(';', start);
+                args += " --vdev " + v.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+                if (semi == std::string::npos) break;
+                start = semi + 1;
+            }
+        }
+    std::vector<std::string> words;
+    {
+        std::string w;
+        for (char c : "omrc-app " + args) {
+            if (c == ' ') {
+                if (!w.empty()) words.push_back(w);
+                w.clear();
+            } else {
+                w += c;
+            }
+        }
+        if (!w.empty()) words.push_back(w);
+    }
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    REQUIRE(rte_eal_init(static_cast<int>(argv.size()), argv.data()) >= 0);
+    // The EAL pinned this thread; the application's choice, not the driver's.
+    cpu_set_t app;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(app), &app) == 0);
+
+    // "eal" differs from what the application used: ignored, since the EAL runs.
+    auto a = open_dpdk(memif_ports(0), 41, {{"eal", "--no-huge -m 64 --vdev net_null0"}, {"vdevs", ""}});
+    auto b = open_dpdk(memif_ports(1), 42, {{"vdevs", ""}});
+    cpu_set_t after;
+    REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
+    CHECK(CPU_EQUAL(&app, &after));
+    std::uint16_t null_port = 0;
+    CHECK(rte_eth_dev_get_port_by_name("net_null0", &null_port) != 0);  // the driver's "eal" was not applied
+    REQUIRE(wait_links(*a, *b));
+    const TransferResult r = transfer(*a, *b, 8u << 20, 1u << 20, 9, 4096);
+    CHECK(r.completions == 8);
+    CHECK(r.errors == 0);
+    CHECK(r.exact);
+    (void)before;
 }
