@@ -47,12 +47,116 @@ bool parse_endpoint(std::string_view s, PlaneEndpoint& out) {
     return true;
 }
 
+namespace {
+
+/// Raw (SRv6) mode: ifaces=IF[,IF...], local=[ipv6] (address only).
+int parse_raw_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
+                   UdpConfig& out, std::string& error) {
+    UdpConfig c;
+    c.rx_depth = 32;  // one socket per plane: more receives posted on it
+    PlaneEndpoint local;
+    bool have_local = false;
+    for (const auto& [key, value] : args) {
+        if (key == "ifaces") {
+            std::string_view rest = value;
+            while (true) {
+                const std::size_t comma = rest.find(',');
+                const std::string_view name = rest.substr(0, comma);
+                if (name.empty() || name.size() >= 16 || name.find('/') != std::string_view::npos) {
+                    error = fmt::format("ifaces: '{}' is not an interface name", name);
+                    return EINVAL;
+                }
+                c.ifaces.emplace_back(name);
+                if (comma == std::string_view::npos) break;
+                rest = rest.substr(comma + 1);
+            }
+            continue;
+        }
+        if (key == "local") {
+            if (!parse_endpoint(value, local) || local.base_port != 0) {
+                error = fmt::format("local: '{}' must be [ipv6] (no port in srv6 mode)", value);
+                return EINVAL;
+            }
+            have_local = true;
+            continue;
+        }
+        std::uint64_t v = 0;
+        if (!parse_u64(value, v) || v > UINT32_MAX) {
+            error = fmt::format("{}={} is not an unsigned 32-bit integer", key, value);
+            return EINVAL;
+        }
+        const auto v32 = static_cast<std::uint32_t>(v);
+        if (key == "rx_depth") {
+            c.rx_depth = v32;
+        } else if (key == "tx_slots") {
+            c.tx_slots = v32;
+        } else if (key == "ring_entries") {
+            c.ring_entries = v32;
+        } else if (key == "sock_buf_bytes") {
+            c.sock_buf_bytes = v32;
+        } else if (key == "link_poll_us") {
+            c.link_poll_us = v32;
+        } else {
+            error = fmt::format("unknown option {} in srv6 mode (ifaces, local, rx_depth, tx_slots, ring_entries, "
+                                "sock_buf_bytes, link_poll_us)",
+                                key);
+            return EINVAL;
+        }
+    }
+    if (c.ifaces.empty()) {
+        error = "srv6 frame mode needs ifaces=IF[,IF...] (one network interface per plane)";
+        return EINVAL;
+    }
+    if (c.ifaces.size() > core::kMaxPlanes) {
+        error = fmt::format("ifaces: {} interfaces exceed {} planes", c.ifaces.size(), core::kMaxPlanes);
+        return EINVAL;
+    }
+    if (device_planes != 0 && device_planes > c.ifaces.size()) {
+        error = fmt::format("ifaces has {} entries for {} planes", c.ifaces.size(), device_planes);
+        return EINVAL;
+    }
+    for (std::size_t p = 0; p < c.ifaces.size(); ++p)
+        for (std::size_t q = 0; q < p; ++q)
+            if (c.ifaces[p] == c.ifaces[q]) {
+                error = fmt::format("ifaces: planes {} and {} use the same interface {}", q, p, c.ifaces[p]);
+                return EINVAL;
+            }
+    static constexpr wire::Ipv6Addr kUnspecified{};
+    if (have_local && local.addr == kUnspecified) {
+        error = "local: the wildcard address :: cannot be a device address";
+        return EINVAL;
+    }
+    if (c.rx_depth < 1 || c.rx_depth > 256) {
+        error = "rx_depth must be 1..256 in srv6 mode";
+        return EINVAL;
+    }
+    if (c.tx_slots < 16 || c.tx_slots > 65536) {
+        error = "tx_slots must be 16..65536";
+        return EINVAL;
+    }
+    if (c.ring_entries > 32768) {
+        error = "ring_entries must be ≤ 32768";
+        return EINVAL;
+    }
+    // One entry per interface; the address is the same for all (all zero: unset).
+    c.planes.assign(c.ifaces.size(), PlaneEndpoint{have_local ? local.addr : wire::Ipv6Addr{}, 0});
+    out = std::move(c);
+    return 0;
+}
+
+}  // namespace
+
 int parse_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
-               UdpConfig& out, std::string& error) {
+               UdpConfig& out, std::string& error, bool raw) {
+    if (raw) return parse_raw_args(args, device_planes, out, error);
     UdpConfig c;
     std::vector<PlaneEndpoint> local;
     std::uint64_t planes = 0;
     for (const auto& [key, value] : args) {
+        if (key == "ifaces") {
+            error = "ifaces is for frame_mode srv6 (raw sockets) only";
+            return EINVAL;
+        }
         if (key == "local") {
             std::string_view rest = value;
             while (true) {

@@ -23,6 +23,18 @@
 // ECONNREFUSED, EPERM, ...) are counted and leave the plane up: the engine
 // treats them as path loss.
 //
+// SRv6 mode (raw). With `ifaces` (one network interface per plane) the
+// driver carries whole Ethernet frames instead: one AF_PACKET SOCK_RAW
+// socket per plane, bound to its interface for ETH_P_IPV6, sends each engine
+// frame as it is (outer IPv6, SRH, inner IPv6, UDP, BTH, ... ICRC) and
+// receives whole frames, keeping only IPv6 unicast to the interface's MAC
+// that is not ICMPv6/hop-by-hop (the kernel's neighbour discovery and MLD);
+// everything else is dropped and counted by reason. PACKET_IGNORE_OUTGOING
+// keeps our own sends out. A plane's MAC is its interface's MAC; its link
+// state is the interface's IFF_UP and IFF_RUNNING, polled at most every
+// link_poll_us. The same io_uring data path (batched recvmsg/sendmsg)
+// drives both modes. Needs CAP_NET_RAW (EPERM otherwise).
+//
 // Threads. All methods except set_admin_link() and counters() belong to the
 // owning thread (the Device's). set_admin_link() may be called from any
 // thread.
@@ -34,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.hpp"
@@ -57,6 +70,11 @@ struct UdpConfig {
     std::uint32_t ring_entries = 0;           ///< io_uring submission queue; 0 = sized from the above
     std::uint32_t sock_buf_bytes = 4u << 20;  ///< SO_RCVBUF and SO_SNDBUF per socket (capped by the kernel unless root)
     std::uint32_t link_probe_ms = 100;        ///< self-probe period of a plane that is down
+    /// SRv6 (raw) mode: one interface name per plane; `planes` then holds the
+    /// device address (base_port unused). Empty: plain mode.
+    std::vector<std::string> ifaces;
+    std::uint32_t link_poll_us = 1000;        ///< raw mode: interface-flags poll period
+    [[nodiscard]] bool raw() const { return !ifaces.empty(); }
 };
 
 /// Parses DeviceOptions::args (docs/DRIVERS.md):
@@ -67,8 +85,12 @@ struct UdpConfig {
 ///                          `device_planes`, else 1)
 ///   rx_depth=N, tx_slots=N, ring_entries=N, sock_buf_bytes=N, link_probe_ms=N
 /// Without `local`: [::1], ports picked. Returns 0 or EINVAL with `error` set.
+///
+/// With `raw` (frame_mode srv6): ifaces=IF[,IF...] (one per plane, required),
+/// local=[ipv6] (optional: the device address; ports are refused), rx_depth
+/// (default 32), tx_slots, ring_entries, sock_buf_bytes, link_poll_us.
 int parse_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
-               UdpConfig& out, std::string& error);
+               UdpConfig& out, std::string& error, bool raw = false);
 
 /// "[::1]:14800" / "[fd00::1]" / "::1" → address and port (0 if absent).
 bool parse_endpoint(std::string_view s, PlaneEndpoint& out);
@@ -87,14 +109,20 @@ struct UdpCounters {
     std::uint64_t rx_errors = 0;            ///< recvmsg failed
     std::uint64_t rx_link_down = 0;         ///< arrived on a plane that is administratively down
     std::uint64_t rx_self_probes = 0;       ///< link probes received (not frames)
+    // receive, raw mode
+    std::uint64_t rx_not_ipv6 = 0;          ///< Ethernet type is not IPv6
+    std::uint64_t rx_multicast = 0;         ///< multicast / broadcast destination (ND, MLD, ...)
+    std::uint64_t rx_other_mac = 0;         ///< unicast to another MAC
+    std::uint64_t rx_kernel_noise = 0;      ///< ICMPv6 or hop-by-hop to our MAC (neighbour discovery)
+    std::uint64_t rx_outgoing = 0;          ///< our own sends (kernels without PACKET_IGNORE_OUTGOING)
     // transmit
     std::uint64_t tx_frames = 0;
     std::uint64_t tx_bytes = 0;             ///< engine frame bytes accepted
-    std::uint64_t tx_bad_frame = 0;         ///< not a plain Ethernet/IPv6/UDP frame
+    std::uint64_t tx_bad_frame = 0;         ///< not a plain Ethernet/IPv6/UDP frame (raw: not Ethernet/IPv6)
     std::uint64_t tx_bad_peer_mac = 0;      ///< destination MAC is not a udp device MAC
     std::uint64_t tx_ev_plane = 0;          ///< EV[31:28] ≠ plane + 1
     std::uint64_t tx_bad_source = 0;        ///< IPv6 source is not the device address
-    std::uint64_t tx_too_large = 0;         ///< datagram over kMaxDatagramBytes
+    std::uint64_t tx_too_large = 0;         ///< datagram over kMaxDatagramBytes (raw: frame over kRawMaxFrameBytes)
     std::uint64_t tx_bad_plane = 0;         ///< plane ≥ planes()
     std::uint64_t tx_link_down = 0;         ///< plane down
     std::uint64_t tx_err_unreachable = 0;   ///< ENETUNREACH, EHOSTUNREACH, EHOSTDOWN
@@ -102,25 +130,32 @@ struct UdpCounters {
     std::uint64_t tx_err_nobufs = 0;        ///< ENOBUFS, EAGAIN, ENOMEM
     std::uint64_t tx_err_perm = 0;          ///< EPERM, EACCES (filtered)
     std::uint64_t tx_err_msgsize = 0;       ///< EMSGSIZE
-    std::uint64_t tx_err_socket = 0;        ///< errors of the socket itself (take the plane down)
+    std::uint64_t tx_err_socket = 0;        ///< errors of the socket itself (plain: take the plane down; raw: ENETDOWN etc.)
     std::uint64_t tx_err_other = 0;
     std::uint64_t tx_backpressure = 0;      ///< tx_burst calls that refused frames (no buffer / SQ full)
     // ring
     std::uint64_t cq_overflow = 0;          ///< completions the kernel had to hold back
     std::uint64_t submits = 0;              ///< io_uring_submit calls
     std::uint64_t link_changes = 0;
+    std::uint64_t link_polls = 0;           ///< raw mode: interface-flag reads
 };
+
+/// Raw mode: the largest frame a receive buffer holds (larger: rx_truncated).
+inline constexpr std::size_t kRawMaxFrameBytes = 4608;
 
 class UdpDriver final : public driver::Driver {
 public:
     /// Opens the sockets and the ring. Returns 0, or an errno: EINVAL (bad
     /// config), EADDRINUSE (a port of a given block is taken), EADDRNOTAVAIL,
-    /// ENOMEM, or io_uring_queue_init's error (ENOSYS/EPERM where io_uring is
-    /// unavailable). `error` says what failed.
+    /// ENOMEM, EPERM (raw mode without CAP_NET_RAW), ENODEV (raw mode: no such
+    /// interface), or io_uring_queue_init's error (ENOSYS/EPERM where io_uring
+    /// is unavailable). `error` says what failed.
     static int open(const UdpConfig& config, std::unique_ptr<UdpDriver>& out, std::string& error);
     ~UdpDriver() override;
 
     [[nodiscard]] std::string name() const override { return "udp"; }
+    /// SRv6 (raw) mode.
+    [[nodiscard]] bool raw() const;
     [[nodiscard]] std::uint32_t planes() const override;
     std::size_t rx_burst(std::span<driver::RxFrame> out, std::uint64_t now_ns) override;
     std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override;
@@ -141,7 +176,8 @@ public:
     [[nodiscard]] const wire::Ipv6Addr& address() const;
     /// First port of plane `plane`'s block.
     [[nodiscard]] std::uint16_t base_port(std::uint32_t plane) const;
-    /// plane_mac(base_port(p), p) for every plane, zero beyond planes().
+    /// plane_mac(base_port(p), p) for every plane (raw mode: the interfaces'
+    /// MACs), zero beyond planes().
     [[nodiscard]] core::PlaneMacs macs() const;
 
     struct Impl;

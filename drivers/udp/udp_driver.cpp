@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The udp driver's data path: sockets, one io_uring, receive and send slots.
 #include <liburing.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <net/if_arp.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +31,9 @@
 #ifndef IPV6_AUTOFLOWLABEL
 #define IPV6_AUTOFLOWLABEL 70
 #endif
+#ifndef PACKET_IGNORE_OUTGOING
+#define PACKET_IGNORE_OUTGOING 23  // linux/if_packet.h, kernel 4.20
+#endif
 
 namespace omrc::udp {
 
@@ -33,6 +41,8 @@ namespace {
 
 constexpr std::size_t kSlotBytes = kPlainHeaderBytes + kMaxDatagramBytes + 2;  // 4608: 64-byte multiple
 static_assert(kSlotBytes % 64 == 0);
+static_assert(kRawMaxFrameBytes <= kSlotBytes);
+constexpr std::size_t kEthIpv6Bytes = 14 + 40;
 // pktinfo + tclass + flowinfo + hoplimit + rxq_ovfl, with room to spare.
 constexpr std::size_t kRxControlBytes = 256;
 constexpr std::size_t kTxControlBytes = 2 * CMSG_SPACE(sizeof(int));
@@ -42,6 +52,7 @@ constexpr std::uint64_t tag(std::uint64_t kind, std::uint64_t index) { return (k
 
 struct Socket {
     int fd = -1;
+    int ifindex = 0;  ///< raw mode
     std::uint32_t plane = 0;
     std::uint16_t port = 0;
     std::uint32_t overflow_seen = 0;  ///< last SO_RXQ_OVFL value
@@ -52,6 +63,7 @@ struct RxSlot {
     msghdr msg{};
     iovec iov{};
     sockaddr_in6 from{};
+    sockaddr_ll from_ll{};  ///< raw mode
     alignas(cmsghdr) std::uint8_t control[kRxControlBytes]{};
     std::uint32_t socket = 0;
     std::uint32_t len = 0;  ///< rebuilt frame bytes while ready
@@ -76,6 +88,7 @@ struct Plane {
     msghdr probe_msg{};
     sockaddr_in6 probe_to{};
     std::vector<std::uint32_t> parked;  ///< receive slots not re-armed after a socket error
+    std::string iface;                  ///< raw mode
 };
 
 bool socket_level_error(int err) {
@@ -123,6 +136,10 @@ struct UdpDriver::Impl {
     std::uint64_t released = 0;
     std::uint64_t inflight = 0;  ///< requests submitted or queued whose completion was not reaped
     UdpCounters c{};
+    bool raw = false;
+    bool ignore_outgoing = false;       ///< raw: PACKET_IGNORE_OUTGOING took effect
+    std::uint64_t last_link_poll_ns = 0;
+    bool link_polled = false;
 
     ~Impl() {
         if (ring_ok) {
@@ -155,6 +172,11 @@ struct UdpDriver::Impl {
     int open_plane_sockets(std::uint32_t p, std::uint16_t base, std::string& error);
     int open_sockets(std::string& error);
     int open_ring(std::string& error);
+    int open_raw_sockets(std::string& error);
+    /// Raw mode: the interface's IFF_UP && IFF_RUNNING (false when it is gone).
+    bool read_iface_up(std::uint32_t p);
+    void poll_iface_flags(std::uint64_t now_ns);
+    void on_rx_raw(std::uint32_t i, int res);
 
     io_uring_sqe* sqe() {
         io_uring_sqe* s = io_uring_get_sqe(&ring);
@@ -174,14 +196,20 @@ struct UdpDriver::Impl {
         io_uring_sqe* s = sqe();
         if (s == nullptr) return false;
         RxSlot& r = rx[i];
-        r.iov = {r.buf + kPlainHeaderBytes, kMaxDatagramBytes};
         r.msg = {};
-        r.msg.msg_name = &r.from;
-        r.msg.msg_namelen = sizeof(r.from);
+        if (raw) {  // the whole Ethernet frame, no ancillary data
+            r.iov = {r.buf, kRawMaxFrameBytes};
+            r.msg.msg_name = &r.from_ll;
+            r.msg.msg_namelen = sizeof(r.from_ll);
+        } else {
+            r.iov = {r.buf + kPlainHeaderBytes, kMaxDatagramBytes};
+            r.msg.msg_name = &r.from;
+            r.msg.msg_namelen = sizeof(r.from);
+            r.msg.msg_control = r.control;
+            r.msg.msg_controllen = sizeof(r.control);
+        }
         r.msg.msg_iov = &r.iov;
         r.msg.msg_iovlen = 1;
-        r.msg.msg_control = r.control;
-        r.msg.msg_controllen = sizeof(r.control);
         io_uring_prep_recvmsg(s, sockets[r.socket].fd, &r.msg, 0);
         io_uring_sqe_set_data64(s, tag(kKindRx, i));
         ++inflight;
@@ -194,6 +222,7 @@ struct UdpDriver::Impl {
         rearm.erase(rearm.begin(), rearm.begin() + static_cast<std::ptrdiff_t>(k));
     }
     void plane_down(std::uint32_t p, int err) {
+        if (raw) return;  // raw mode: the interface flags decide (poll_iface_flags)
         if (!planes[p].oper_up) return;
         planes[p].oper_up = false;
         runtime::logger().warn("udp: plane {} down: {}", p, std::strerror(err));
@@ -297,6 +326,101 @@ int UdpDriver::Impl::open_sockets(std::string& error) {
     return 0;
 }
 
+int UdpDriver::Impl::open_raw_sockets(std::string& error) {
+    const int one = 1;
+    const int buf = static_cast<int>(std::min<std::uint32_t>(cfg.sock_buf_bytes, INT32_MAX / 2));
+    sockets.assign(planes.size(), Socket{});
+    ignore_outgoing = true;
+    for (std::uint32_t p = 0; p < planes.size(); ++p) {
+        Socket& s = sockets[p];
+        Plane& pl = planes[p];
+        s.plane = p;
+        pl.iface = cfg.ifaces[p];
+        s.fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_IPV6));
+        if (s.fd < 0) {
+            const int e = errno;
+            if (e == EPERM || e == EACCES) {
+                error = "srv6 mode needs CAP_NET_RAW for its AF_PACKET sockets (run as root or grant "
+                        "cap_net_raw)";
+                return EPERM;
+            }
+            error = fmt::format("socket(AF_PACKET): {}", std::strerror(e));
+            return e;
+        }
+        s.ifindex = static_cast<int>(::if_nametoindex(pl.iface.c_str()));
+        if (s.ifindex == 0) {
+            error = fmt::format("plane {}: no interface {}", p, pl.iface);
+            return ENODEV;
+        }
+        ifreq ifr{};
+        std::memcpy(ifr.ifr_name, pl.iface.data(), std::min(pl.iface.size(), std::size_t{IFNAMSIZ - 1}));
+        if (::ioctl(s.fd, SIOCGIFHWADDR, &ifr) != 0) {
+            const int e = errno;
+            error = fmt::format("plane {}: SIOCGIFHWADDR {}: {}", p, pl.iface, std::strerror(e));
+            return e;
+        }
+        if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER) {
+            error = fmt::format("plane {}: {} is not an Ethernet interface", p, pl.iface);
+            return EINVAL;
+        }
+        std::memcpy(pl.mac.data(), ifr.ifr_hwaddr.sa_data, 6);
+        // Our own sends are not received (kernel ≥ 4.20; else dropped by pkttype).
+        if (::setsockopt(s.fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) != 0) ignore_outgoing = false;
+        if (::setsockopt(s.fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof buf) != 0)
+            (void)::setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+        if (::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof buf) != 0)
+            (void)::setsockopt(s.fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+        sockaddr_ll ll{};
+        ll.sll_family = AF_PACKET;
+        ll.sll_protocol = htons(ETH_P_IPV6);
+        ll.sll_ifindex = s.ifindex;
+        if (::bind(s.fd, reinterpret_cast<const sockaddr*>(&ll), sizeof ll) != 0) {
+            const int e = errno;
+            error = fmt::format("plane {}: bind to {}: {}", p, pl.iface, std::strerror(e));
+            return e;
+        }
+        pl.oper_up = pl.reported_up = read_iface_up(p);
+        if (!pl.oper_up) runtime::logger().warn("udp: plane {} ({}) is down at open", p, pl.iface);
+    }
+    if (!ignore_outgoing) runtime::logger().info("udp: no PACKET_IGNORE_OUTGOING; own sends are dropped by type");
+    return 0;
+}
+
+bool UdpDriver::Impl::read_iface_up(std::uint32_t p) {
+    ++c.link_polls;
+    ifreq ifr{};
+    const std::string& name = planes[p].iface;
+    std::memcpy(ifr.ifr_name, name.data(), std::min(name.size(), std::size_t{IFNAMSIZ - 1}));
+    if (::ioctl(sockets[p].fd, SIOCGIFFLAGS, &ifr) != 0) return false;  // ENODEV: the interface is gone
+    const auto flags = static_cast<unsigned>(static_cast<unsigned short>(ifr.ifr_flags));
+    return (flags & IFF_UP) != 0 && (flags & IFF_RUNNING) != 0;
+}
+
+void UdpDriver::Impl::poll_iface_flags(std::uint64_t now_ns) {
+    if (link_polled && now_ns - last_link_poll_ns < std::uint64_t{cfg.link_poll_us} * 1000) return;
+    link_polled = true;
+    last_link_poll_ns = now_ns;
+    for (std::uint32_t p = 0; p < planes.size(); ++p) {
+        Plane& pl = planes[p];
+        const bool now_up = read_iface_up(p);
+        // Frames the kernel dropped on a full socket buffer (read and reset).
+        tpacket_stats st{};
+        socklen_t st_len = sizeof st;
+        if (::getsockopt(sockets[p].fd, SOL_PACKET, PACKET_STATISTICS, &st, &st_len) == 0)
+            c.rx_socket_overflow += st.tp_drops;
+        if (now_up != pl.oper_up) {
+            pl.oper_up = now_up;
+            runtime::logger().info("udp: plane {} ({}) {}", p, pl.iface, now_up ? "up" : "down");
+        }
+        // Receives parked after a socket error (ENETDOWN when the interface
+        // went down) are posted again while the interface is up.
+        if (now_up) {
+            for (std::uint32_t i : pl.parked) rearm.push_back(i);
+            pl.parked.clear();
+        }
+    }
+}
+
 int UdpDriver::Impl::open_ring(std::string& error) {
     const auto rx_slots = static_cast<std::uint32_t>(sockets.size() * cfg.rx_depth);
     io_uring_params params{};
@@ -369,7 +493,39 @@ void UdpDriver::Impl::reap() {
     }
 }
 
+void UdpDriver::Impl::on_rx_raw(std::uint32_t i, int res) {
+    RxSlot& r = rx[i];
+    const std::uint32_t p = sockets[r.socket].plane;
+    if (res < 0) {
+        if (res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
+            rearm.push_back(i);
+            return;
+        }
+        ++c.rx_errors;
+        planes[p].parked.push_back(i);  // posted again by poll_iface_flags while the interface is up
+        return;
+    }
+    rearm.push_back(i);  // undone below when the frame is kept
+    if (r.msg.msg_flags & MSG_TRUNC) return void(++c.rx_truncated);
+    const auto len = static_cast<std::size_t>(res);
+    if (r.msg.msg_namelen >= sizeof(sockaddr_ll) && r.from_ll.sll_pkttype == PACKET_OUTGOING)
+        return void(++c.rx_outgoing);
+    if (len < kEthIpv6Bytes) return void(++c.rx_short);
+    const std::uint8_t* f = r.buf;
+    if (f[12] != 0x86 || f[13] != 0xDD || (f[14] >> 4) != 6) return void(++c.rx_not_ipv6);
+    if (f[0] & 1) return void(++c.rx_multicast);  // group bit: multicast and broadcast
+    if (!std::equal(f, f + 6, planes[p].mac.begin())) return void(++c.rx_other_mac);
+    // Outer next header: ICMPv6 (neighbour discovery, errors) or hop-by-hop (MLD).
+    if (f[20] == 58 || f[20] == 0) return void(++c.rx_kernel_noise);
+    if (len < kEthIpv6Bytes + 8 + kMinDatagramBytes) return void(++c.rx_short);
+    if (!admin_up[p].load(std::memory_order_relaxed)) return void(++c.rx_link_down);
+    rearm.pop_back();
+    r.len = static_cast<std::uint32_t>(len);
+    ready.push_back(i);
+}
+
 void UdpDriver::Impl::on_rx(std::uint32_t i, int res) {
+    if (raw) return on_rx_raw(i, res);
     RxSlot& r = rx[i];
     const Socket& s = sockets[r.socket];
     const std::uint32_t p = s.plane;
@@ -468,6 +624,7 @@ void UdpDriver::Impl::on_tx(std::uint32_t i, int res) {
 }
 
 void UdpDriver::Impl::probe_links(std::uint64_t now_ns) {
+    if (raw) return poll_iface_flags(now_ns);
     const std::uint64_t period_ns = std::uint64_t{cfg.link_probe_ms} * 1'000'000;
     for (std::uint32_t p = 0; p < planes.size(); ++p) {
         Plane& pl = planes[p];
@@ -517,11 +674,28 @@ int UdpDriver::open(const UdpConfig& config, std::unique_ptr<UdpDriver>& out, st
     impl->addr = config.planes[0].addr;
     impl->planes.resize(config.planes.size());
     for (auto& a : impl->admin_up) a.store(true, std::memory_order_relaxed);
-    if (int rc = impl->open_sockets(error)) return rc;
+    impl->raw = config.raw();
+    if (impl->raw) {
+        if (config.ifaces.size() != config.planes.size()) {
+            error = "one interface per plane";
+            return EINVAL;
+        }
+        if (int rc = impl->open_raw_sockets(error)) return rc;
+        static constexpr wire::Ipv6Addr kUnset{};
+        if (impl->addr == kUnset) {
+            // No address given: a ULA from plane 0's MAC, fd00::<mac>.
+            impl->addr = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+            std::copy(impl->planes[0].mac.begin(), impl->planes[0].mac.end(), impl->addr.begin() + 10);
+        }
+    } else if (int rc = impl->open_sockets(error)) {
+        return rc;
+    }
     if (int rc = impl->open_ring(error)) return rc;
     out.reset(new UdpDriver(std::move(impl)));
     return 0;
 }
+
+bool UdpDriver::raw() const { return impl_->raw; }
 
 std::uint32_t UdpDriver::planes() const { return static_cast<std::uint32_t>(impl_->planes.size()); }
 
@@ -561,6 +735,40 @@ std::size_t UdpDriver::tx_burst(std::span<const wire::GatherFrame> frames, std::
             ++d.c.tx_bad_plane;
         } else if (!d.up(g.plane)) {
             ++d.c.tx_link_down;
+        } else if (d.raw) {
+            // The engine's Ethernet frame goes out as it is.
+            const std::size_t n = g.size();
+            if (n < kEthIpv6Bytes || g.header_len < kEthIpv6Bytes || g.header[12] != 0x86 || g.header[13] != 0xDD) {
+                ++d.c.tx_bad_frame;
+            } else if (n > kRawMaxFrameBytes) {
+                ++d.c.tx_too_large;
+            } else {
+                if (d.tx_free.empty()) break;
+                io_uring_sqe* s = d.sqe();
+                if (s == nullptr) break;
+                const std::uint32_t i = d.tx_free.back();
+                d.tx_free.pop_back();
+                TxSlot& t = d.tx[i];
+                t.plane = g.plane;
+                std::uint8_t* out = t.buf;
+                std::memcpy(out, g.header.data(), g.header_len);
+                out += g.header_len;
+                for (std::size_t k = 0; k < g.segment_count; ++k) {
+                    if (g.segments[k].len != 0) std::memcpy(out, g.segments[k].data, g.segments[k].len);
+                    out += g.segments[k].len;
+                }
+                std::memcpy(out, g.tail.data(), g.tail_len);
+                t.iov = {t.buf, n};
+                t.msg = {};  // no address: the socket is bound to the plane's interface
+                t.msg.msg_iov = &t.iov;
+                t.msg.msg_iovlen = 1;
+                io_uring_prep_sendmsg(s, d.sockets[g.plane].fd, &t.msg, 0);
+                io_uring_sqe_set_data64(s, tag(kKindTx, i));
+                ++d.inflight;
+                ++queued;
+                ++d.c.tx_frames;
+                d.c.tx_bytes += n;
+            }
         } else {
             TxMeta m;
             const TxParse pr = parse_tx(g, m);
@@ -664,6 +872,10 @@ void UdpDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& out
     OMRC_UDP_COUNTER(rx_truncated); OMRC_UDP_COUNTER(rx_ctrl_truncated); OMRC_UDP_COUNTER(rx_bad_family);
     OMRC_UDP_COUNTER(rx_no_pktinfo); OMRC_UDP_COUNTER(rx_socket_overflow); OMRC_UDP_COUNTER(rx_errors);
     OMRC_UDP_COUNTER(rx_link_down); OMRC_UDP_COUNTER(rx_self_probes);
+    if (impl_->raw) {
+        OMRC_UDP_COUNTER(rx_not_ipv6); OMRC_UDP_COUNTER(rx_multicast); OMRC_UDP_COUNTER(rx_other_mac);
+        OMRC_UDP_COUNTER(rx_kernel_noise); OMRC_UDP_COUNTER(rx_outgoing); OMRC_UDP_COUNTER(link_polls);
+    }
     OMRC_UDP_COUNTER(tx_frames); OMRC_UDP_COUNTER(tx_bytes); OMRC_UDP_COUNTER(tx_bad_frame);
     OMRC_UDP_COUNTER(tx_bad_peer_mac); OMRC_UDP_COUNTER(tx_ev_plane); OMRC_UDP_COUNTER(tx_bad_source);
     OMRC_UDP_COUNTER(tx_too_large); OMRC_UDP_COUNTER(tx_bad_plane); OMRC_UDP_COUNTER(tx_link_down);

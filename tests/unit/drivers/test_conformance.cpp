@@ -3,7 +3,8 @@
 // through the private driver interface: loopback in virtual-clock and
 // real-time mode, udp (plain mode on ::1); other drivers add a Factory below.
 // The DPDK test binary compiles this file with OMRC_CONFORMANCE_DPDK and runs
-// it over net_tap ports (tests/dpdk/conformance_dpdk.hpp).
+// it over net_tap ports (tests/dpdk/conformance_dpdk.hpp); omrc_udp_raw_tests
+// with OMRC_CONFORMANCE_UDP_RAW over veths (tests/udp_raw/conformance_udp_raw.hpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -48,7 +49,15 @@ std::uint64_t steady_ns() {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-#ifdef OMRC_CONFORMANCE_DPDK
+#if defined(OMRC_CONFORMANCE_UDP_RAW)
+}  // namespace
+// Built into omrc_udp_raw_tests instead (root, veths from
+// tests/udp_raw/run_udp_raw.sh): the suite runs over the udp driver's SRv6
+// raw-socket mode only.
+#include "udp_raw/conformance_udp_raw.hpp"
+namespace {
+std::vector<Factory> factories() { return udp_raw_factories(); }
+#elif defined(OMRC_CONFORMANCE_DPDK)
 }  // namespace
 // Built into the DPDK test binary instead (one EAL per process): the suite
 // runs over the dpdk driver's ports only.
