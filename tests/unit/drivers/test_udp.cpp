@@ -292,6 +292,50 @@ TEST_CASE("udp args: parse_args", "[unit][udp]") {
     CHECK(err.find("endpoint") != std::string::npos);
 }
 
+TEST_CASE("udp args: srv6 (raw) mode", "[unit][udp]") {
+    using Args = std::map<std::string, std::string, std::less<>>;
+    udp::UdpConfig c;
+    std::string err;
+    REQUIRE(udp::parse_args(Args{{"ifaces", "veth0,veth1"}}, 0, c, err, true) == 0);
+    REQUIRE(c.raw());
+    REQUIRE(c.ifaces.size() == 2);
+    CHECK(c.ifaces[1] == "veth1");
+    CHECK(c.planes.size() == 2);
+    CHECK(c.planes[0].addr == wire::Ipv6Addr{});  // unset: the driver derives one
+    CHECK(c.rx_depth == 32);
+    CHECK(c.link_poll_us == 1000);
+    REQUIRE(udp::parse_args(Args{{"ifaces", "a"}, {"local", "[fd00::7]"}, {"link_poll_us", "250"}}, 1, c, err, true) == 0);
+    CHECK(c.planes[0].addr[15] == 7);
+    CHECK(c.link_poll_us == 250);
+    CHECK(udp::parse_args(Args{}, 0, c, err, true) == EINVAL);                                  // no ifaces
+    CHECK(err.find("ifaces") != std::string::npos);
+    CHECK(udp::parse_args(Args{{"ifaces", "a,,b"}}, 0, c, err, true) == EINVAL);                // empty name
+    CHECK(udp::parse_args(Args{{"ifaces", "a,a"}}, 0, c, err, true) == EINVAL);                 // twice
+    CHECK(udp::parse_args(Args{{"ifaces", "a"}}, 2, c, err, true) == EINVAL);                   // too few
+    CHECK(udp::parse_args(Args{{"ifaces", "a"}, {"local", "[fd00::1]:14800"}}, 0, c, err, true) == EINVAL);  // port
+    CHECK(udp::parse_args(Args{{"ifaces", "a"}, {"planes", "1"}}, 0, c, err, true) == EINVAL);  // plain-only key
+    CHECK(udp::parse_args(Args{{"ifaces", "a"}}, 0, c, err, false) == EINVAL);                 // raw-only key
+}
+
+TEST_CASE("udp driver: srv6 mode needs CAP_NET_RAW and a real interface", "[unit][udp]") {
+    udp::UdpConfig c;
+    c.ifaces = {"omrc-nosuch0"};
+    c.planes.assign(1, udp::PlaneEndpoint{});
+    std::unique_ptr<udp::UdpDriver> d;
+    std::string error;
+    const int rc = udp::UdpDriver::open(c, d, error);
+    // Root: the interface does not exist; anyone else: no AF_PACKET socket.
+    CHECK(rc == (::geteuid() == 0 ? ENODEV : EPERM));
+    CHECK(d == nullptr);
+    CHECK(!error.empty());
+    // Through the runtime: srv6 frame mode with "udp" and no ifaces is refused.
+    DeviceOptions o;
+    o.frame_mode = FrameMode::srv6;
+    int err = 0;
+    CHECK(Device::open("udp", o, &err) == nullptr);
+    CHECK(err == EINVAL);
+}
+
 // ---------------------------------------------------------------------------
 // the driver on real sockets
 
