@@ -28,7 +28,9 @@
 #include <string>
 #include <vector>
 
+#ifdef OMRC_FABRIC_DPDK
 #include "omrc/dpdk.hpp"
+#endif
 #include "omrc/omrc.hpp"
 
 extern char** environ;
@@ -157,10 +159,17 @@ int main(int argc, char** argv) {
     double link_down_at = 0.3, plane_down_at = 0.65, recover_fraction = 0.5, interval_ms = 25, timeout_s = 120;
     double ev_timeout_us = 4000, grace_ms = 20;
     std::string policy_name = "adaptive";
+#ifdef OMRC_FABRIC_DPDK
+    std::string driver = "dpdk";
+#else
+    std::string driver = "udp";
+#endif
     std::uint64_t seed = 1;
-    app.add_option("--eal", eal, "EAL arguments (ports as --vdev)")->required();
-    app.add_option("--ports-a", ports_a, "sender's DPDK ports, one per plane")->required();
-    app.add_option("--ports-b", ports_b, "receiver's DPDK ports, one per plane")->required();
+    app.add_option("--driver", driver, "dpdk (ports: DPDK ports) or udp (srv6 mode; ports: interfaces)")
+        ->check(CLI::IsMember({"dpdk", "udp"}));
+    app.add_option("--eal", eal, "EAL arguments (ports as --vdev; dpdk only)");
+    app.add_option("--ports-a", ports_a, "sender's ports, one per plane (dpdk: DPDK ports; udp: interfaces)")->required();
+    app.add_option("--ports-b", ports_b, "receiver's ports, one per plane")->required();
     app.add_option("--next-hop-a", nh_a, "sender's next-hop MACs (its T0's ports), one per plane")->required();
     app.add_option("--next-hop-b", nh_b, "receiver's next-hop MACs, one per plane")->required();
     app.add_option("--planes", planes)->check(CLI::Range(2, 15));
@@ -199,15 +208,30 @@ int main(int argc, char** argv) {
     const std::size_t msg = std::size_t{msg_kib} << 10;
     bytes = (bytes + msg - 1) / msg * msg;
 
-    omrc::dpdk::register_driver();
+#ifdef OMRC_FABRIC_DPDK
+    if (driver == "dpdk") omrc::dpdk::register_driver();
+#else
+    if (driver == "dpdk") {
+        std::fprintf(stderr, "fabric_transfer: built without the DPDK driver\n");
+        return 77;
+    }
+#endif
+    if (driver == "dpdk" && eal.empty()) {
+        std::fprintf(stderr, "fabric_transfer: --eal is required with --driver dpdk\n");
+        return 2;
+    }
     Side s[2];
     const std::string ports[2] = {ports_a, ports_b};
     const std::string nh[2] = {nh_a, nh_b};
     const std::uint32_t hosts[2] = {host_a, host_b};
     for (int i = 0; i < 2; ++i) {
         omrc::DeviceOptions o;
-        if (i == 0) o.args["eal"] = eal;  // the second device attaches to the EAL the first one started
-        o.args["ports"] = ports[i];
+        if (driver == "dpdk") {
+            if (i == 0) o.args["eal"] = eal;  // the second device attaches to the EAL the first one started
+            o.args["ports"] = ports[i];
+        } else {
+            o.args["ifaces"] = ports[i];  // the udp driver's SRv6 mode: one raw socket per interface
+        }
         o.args["next_hop_macs"] = nh[i];
         o.planes = planes;
         o.frame_mode = omrc::FrameMode::srv6;
@@ -220,8 +244,8 @@ int main(int argc, char** argv) {
         o.probe_interval_ns = 1'000'000;
         o.port_status_repeat_ns = 1'000'000;
         int err = 0;
-        s[i].dev = omrc::Device::open("dpdk", o, &err);
-        if (!s[i].dev) die("Device::open(dpdk)", err);
+        s[i].dev = omrc::Device::open(driver, o, &err);
+        if (!s[i].dev) die(("Device::open(" + driver + ")").c_str(), err);
         s[i].pd = s[i].dev->alloc_pd(&err);
         s[i].cq = s[i].dev->create_cq(4096, &err);
         if (!s[i].pd || !s[i].cq) die("alloc_pd/create_cq", err);

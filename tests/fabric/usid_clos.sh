@@ -8,7 +8,7 @@
 # (fabric_transfer).
 #
 #   usid_clos.sh --probe PATH [--transfer PATH] [--routers-only] [--pmd tap|af_packet]
-#                [--keep] [-- fabric_transfer options...]
+#                [--driver dpdk|udp] [--keep] [-- fabric_transfer options...]
 #
 # --pmd tap (default): each NIC port is a DPDK net_tap whose kernel side is
 #   wired to the host's veth by tc (u32 + mirred); the tap's link state is
@@ -23,7 +23,7 @@
 set -u
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PROBE="" TRANSFER="" ROUTERS_ONLY=0 PMD=tap KEEP=0
+PROBE="" TRANSFER="" ROUTERS_ONLY=0 PMD=tap KEEP=0 DRIVER=dpdk
 EXTRA=()
 
 skip() { echo "usid_clos: SKIP: $*"; exit 77; }
@@ -48,6 +48,7 @@ while [[ $# -gt 0 ]]; do
         --transfer) TRANSFER=$2; shift 2 ;;
         --routers-only) ROUTERS_ONLY=1; shift ;;
         --pmd) PMD=$2; shift 2 ;;
+        --driver) DRIVER=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
         --) shift; EXTRA=("$@"); break ;;
         *) echo "usage: $0 --probe PATH [--transfer PATH] [--routers-only] [--pmd tap|af_packet] [--keep] [-- ...]" >&2
@@ -56,6 +57,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x $PROBE ]] || { echo "usid_clos: --probe: no executable fabric_probe at '$PROBE'" >&2; exit 2; }
 [[ $PMD == tap || $PMD == af_packet ]] || { echo "usid_clos: --pmd tap|af_packet" >&2; exit 2; }
+[[ $DRIVER == dpdk || $DRIVER == udp ]] || { echo "usid_clos: --driver dpdk|udp" >&2; exit 2; }
 if [[ $ROUTERS_ONLY == 0 && ! -x $TRANSFER ]]; then
     skip "no fabric_transfer (built only with the DPDK driver)"
 fi
@@ -147,6 +149,19 @@ fi
 # ---------------------------------------------------------------------------
 # 2. Two OpenMRC devices on the fabric: host 0 (sender) and host 1 (receiver),
 #    one DPDK port per plane, all in the hosts namespace, one process.
+if [[ $DRIVER == udp ]]; then
+    # The udp driver's SRv6 mode: raw sockets straight on the host veths, no DPDK.
+    ports=("" "")
+    for ((h = 0; h < 2; h++)); do
+        for ((p = 0; p < FAB_PLANES; p++)); do ports[h]+="${ports[h]:+,}$(fab_host_if $h $p)"; done
+    done
+    nh() { local p out=""; for ((p = 0; p < FAB_PLANES; p++)); do out+="${out:+,}$(fab_mac_t0_down $p "$1")"; done; echo "$out"; }
+    args=(--driver udp --ports-a "${ports[0]}" --ports-b "${ports[1]}" --next-hop-a "$(nh 0)" --next-hop-b "$(nh 1)"
+          --planes "$FAB_PLANES" --t0 "$FAB_T0" --t1 "$FAB_T1" --hosts-per-t0 1 --host-a 0 --host-b 1
+          --link-down-cmd "ip -n $LINK_DOWN_NS link set $LINK_DOWN_IF down" --failed-plane 0 --failed-t1 1
+          --timeout-s 150 --plane-down-cmd "ip link set $(fab_host_if 1 1) down" --down-plane 1)
+    PMD="udp driver, raw sockets on the host veths,"
+else
 vdevs=() plumb=() ports=("" "")
 for ((h = 0; h < 2; h++)); do
     for ((p = 0; p < FAB_PLANES; p++)); do
@@ -178,6 +193,7 @@ else
     echo "usid_clos: af_packet ports: the receiver-port failure step is skipped (the PMD never reports link down)"
     # 4 KiB ring frames (they must fit the driver's mbufs): 2 KiB payloads.
     args+=(--mtu 2048 --plane-down-cmd "")
+fi
 fi
 echo "usid_clos: transfer ($PMD ports)"
 # In the background so that a signal reaches the trap (and the cleanup) at once.
