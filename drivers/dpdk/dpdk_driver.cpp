@@ -499,7 +499,7 @@ std::size_t DpdkDriver::tx_burst(std::span<const wire::GatherFrame> frames, std:
         ++accepted;
     }
     for (std::size_t i = 0; i < ports_.size(); ++i)
-        if (touched & (1u << i)) flush(ports_[i]);
+        if ((touched & (1u << i)) || ports_[i].backlog_head < ports_[i].backlog.size()) flush(ports_[i]);
     return accepted;
 }
 
@@ -566,6 +566,7 @@ void DpdkDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& ou
             out.emplace_back(k + "pmd_rx_nombuf", es.rx_nombuf);
         }
         out.emplace_back(k + "port_id", p.id);
+        out.emplace_back(k + "tx_backlog_now", p.backlog.size() - p.backlog_head);
     }
     out.emplace_back("tx_released", release_->released());
     out.emplace_back("tx_accepted", release_->accepted());

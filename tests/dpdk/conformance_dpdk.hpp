@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance-suite factories for the dpdk driver (included by
 // tests/unit/drivers/test_conformance.cpp when built into the DPDK test
-// binary): two drivers over net_tap ports, plane by plane wired by tc, links
-// set down and up through the kernel side of A's taps. Needs root.
+// binary): two drivers over net_memif pairs (links go down when the other
+// side's port stops), and over net_tap ports plane by plane wired by tc
+// (links set down and up through the kernel side of the taps; needs root).
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <utility>
+
+#include <rte_ethdev.h>
 #include <stdexcept>
 
 #include "dpdk/dpdk_env.hpp"
@@ -27,12 +32,97 @@ inline std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag,
     return std::make_unique<dpdk::DpdkDriver>(o);
 }
 
+/// Two drivers over net_memif pairs, one pair per plane, on sockets of their own.
+inline std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDriver>> open_memif_pair(
+    unsigned first_port, std::uint32_t planes) {
+    dpdk::DpdkOptions o[2];
+    for (int side = 0; side < 2; ++side) {
+        o[side].eal = dpdk_eal_args();
+        o[side].link_poll_ns = 0;
+        o[side].rx_desc = o[side].tx_desc = 256;
+        o[side].backlog = 256;
+        for (std::uint32_t p = 0; p < planes; ++p) {
+            const unsigned n = first_port + 2 * p + static_cast<unsigned>(side);
+            const std::string name = "net_memif" + std::to_string(n);
+            o[side].vdevs.push_back(name + (side == 0 ? ",role=server" : ",role=client") + ",id=0,bsize=8192,socket=/tmp/omrc-conf-" +
+                                    std::to_string(::getpid()) + "-" + std::to_string(first_port + 2 * p) + ".sock");
+            o[side].ports.push_back(name);
+        }
+    }
+    auto a = std::make_unique<dpdk::DpdkDriver>(o[0]);
+    auto b = std::make_unique<dpdk::DpdkDriver>(o[1]);
+    return {std::move(a), std::move(b)};
+}
+
+/// Waits (≤ 5 s) until every plane of both drivers is up, then drops the events that brought them up.
+inline void wait_all_up(driver::Driver& a, driver::Driver& b, std::uint32_t planes, const std::function<std::uint64_t()>& now) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::vector<driver::RxFrame> none;
+    while (std::chrono::steady_clock::now() < until) {
+        (void)a.rx_burst(none, now());
+        (void)b.rx_burst(none, now());
+        bool up = true;
+        for (std::uint32_t pl = 0; pl < planes; ++pl) up = up && a.link_up(pl) && b.link_up(pl);
+        if (up) break;
+    }
+    std::vector<driver::LinkEvent> drain(16);
+    while (a.poll_link_events(drain) != 0) {}
+    while (b.poll_link_events(drain) != 0) {}
+}
+
 }  // namespace omrc::test
 
 namespace {
 
 std::vector<Factory> dpdk_factories() {
     return {
+        {"dpdk/net_memif",
+         [](std::uint32_t planes) {
+             static std::atomic<unsigned> next{0};
+             const unsigned base = 200 + 32 * next++;
+             Pair p;
+             auto [a, b] = omrc::test::open_memif_pair(base, planes);
+             dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
+             p.a = std::move(a);
+             p.b = std::move(b);
+             p.now = steady_ns;
+             // A memif server transmits only into buffers its client has handed
+             // back: a frame may wait in the sender's backlog until the peer has
+             // polled, so time passing also polls the senders.
+             p.advance = [d0 = d[0], d1 = d[1]](std::uint64_t) {
+                 (void)d0->tx_burst({}, steady_ns());
+                 (void)d1->tx_burst({}, steady_ns());
+             };
+             p.planes = planes;
+             p.mac = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl) {
+                 wire::MacAddr m{};
+                 const auto& src = (e == 0 ? d0 : d1)->ports()[pl].mac;
+                 std::copy(src.begin(), src.end(), m.begin());
+                 return m;
+             };
+             // memif has no administrative link state: endpoint e's link on a
+             // plane goes down when the other side's port stops, and comes
+             // back when it starts and the pair reconnects.
+             p.set_link = [d0 = d[0], d1 = d[1], planes](std::uint32_t e, std::uint32_t pl, bool up) {
+                 dpdk::DpdkDriver* self = e == 0 ? d0 : d1;
+                 const std::uint16_t other = (e == 0 ? d1 : d0)->ports()[pl].id;
+                 if (!up) {
+                     REQUIRE(rte_eth_dev_stop(other) == 0);
+                 } else {
+                     REQUIRE(rte_eth_dev_start(other) == 0);
+                 }
+                 const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                 while (std::chrono::steady_clock::now() < until) {
+                     rte_eth_link link{};
+                     (void)rte_eth_link_get_nowait(self->ports()[pl].id, &link);
+                     if ((link.link_status == RTE_ETH_LINK_UP) == up) break;
+                 }
+                 (void)planes;
+             };
+             p.ordered = false;
+             omrc::test::wait_all_up(*p.a, *p.b, planes, p.now);
+             return p;
+         }},
         {"dpdk/net_tap",
          [](std::uint32_t planes) {
              static std::atomic<unsigned> next{0};
@@ -59,18 +149,7 @@ std::vector<Factory> dpdk_factories() {
              };
              p.ordered = false;  // planes are separate ports, received round-robin
              // The kernel side must be up before the suite looks at links.
-             const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-             std::vector<driver::RxFrame> none;
-             while (std::chrono::steady_clock::now() < until) {
-                 (void)p.a->rx_burst(none, p.now());
-                 (void)p.b->rx_burst(none, p.now());
-                 bool up = true;
-                 for (std::uint32_t pl = 0; pl < planes; ++pl) up = up && p.a->link_up(pl) && p.b->link_up(pl);
-                 if (up) break;
-             }
-             std::vector<driver::LinkEvent> drain(16);
-             while (p.a->poll_link_events(drain) != 0) {}
-             while (p.b->poll_link_events(drain) != 0) {}
+             omrc::test::wait_all_up(*p.a, *p.b, planes, p.now);
              return p;
          }},
     };

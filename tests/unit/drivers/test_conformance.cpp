@@ -208,6 +208,13 @@ TEST_CASE("driver conformance: frames arrive byte-exact on their plane", "[unit]
         CHECK(p.a->tx_release_count() - released_before <= g.size());
         std::vector<std::uint8_t> planes;
         const auto got = receive(p, *p.b, frames.size(), &planes);
+        if (got.size() != frames.size()) {
+            std::vector<std::pair<std::string, std::uint64_t>> ca, cb;
+            p.a->counters(ca);
+            p.b->counters(cb);
+            for (const auto& c : ca) if (c.second) UNSCOPED_INFO("a." << c.first << "=" << c.second);
+            for (const auto& c : cb) if (c.second) UNSCOPED_INFO("b." << c.first << "=" << c.second);
+        }
         REQUIRE(got.size() == frames.size());
         std::vector<bool> matched(frames.size(), false);
         for (std::size_t i = 0; i < got.size(); ++i) {
