@@ -445,6 +445,16 @@ std::string client_lat(const Options& o, Endpoint& ep, std::uint32_t size, std::
 
 std::uint64_t default_iters(const Options& o) { return o.iters != 0 ? o.iters : o.test == Test::write_bw ? 5000 : 1000; }
 
+/// --stats: the device's counters as JSON. "" or the error.
+std::string write_stats(const Options& o, const Device& dev) {
+    if (o.stats_json.empty()) return {};
+    std::FILE* f = std::fopen(o.stats_json.c_str(), "w");
+    if (f == nullptr) return fmt::format("--stats {}: {}", o.stats_json, std::strerror(errno));
+    fmt::print(f, "{}\n", dev.stats_json());
+    std::fclose(f);
+    return {};
+}
+
 int fail(const Options& o, const std::string& role, const std::string& what, Oob* oob = nullptr) {
     fmt::print(stderr, "omrc-perf {}: error: {}\n", role, what);
     if (oob != nullptr) (void)oob->send({{"type", "error"}, {"message", what}});
@@ -561,12 +571,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     }
     print_footer(o);
     if (auto e = write_json(o, results, ep.dev->planes()); !e.empty()) return fail(o, "server", e);
-    if (!o.stats_json.empty()) {
-        std::FILE* f = std::fopen(o.stats_json.c_str(), "w");
-        if (f == nullptr) return fail(o, "server", fmt::format("--stats {}: {}", o.stats_json, std::strerror(errno)));
-        fmt::print(f, "{}\n", ep.dev->stats_json());
-        std::fclose(f);
-    }
+    if (auto e = write_stats(o, *ep.dev); !e.empty()) return fail(o, "server", e);
     return 0;
 }
 
@@ -632,12 +637,7 @@ int run_client(Options o) {
     (void)oob.send({{"type", "bye"}});
     print_footer(o);
     if (auto e = write_json(o, results, ep.dev->planes()); !e.empty()) return fail(o, "client", e);
-    if (!o.stats_json.empty()) {
-        std::FILE* f = std::fopen(o.stats_json.c_str(), "w");
-        if (f == nullptr) return fail(o, "client", fmt::format("--stats {}: {}", o.stats_json, std::strerror(errno)));
-        fmt::print(f, "{}\n", ep.dev->stats_json());
-        std::fclose(f);
-    }
+    if (auto e = write_stats(o, *ep.dev); !e.empty()) return fail(o, "client", e);
     return 0;
 }
 

@@ -54,6 +54,16 @@ inline std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDr
     return {std::move(a), std::move(b)};
 }
 
+/// The MAC of (endpoint, plane) for a pair of dpdk drivers.
+inline std::function<wire::MacAddr(std::uint32_t, std::uint32_t)> port_macs(dpdk::DpdkDriver* a, dpdk::DpdkDriver* b) {
+    return [a, b](std::uint32_t e, std::uint32_t pl) {
+        wire::MacAddr m{};
+        const auto& src = (e == 0 ? a : b)->ports()[pl].mac;
+        std::copy(src.begin(), src.end(), m.begin());
+        return m;
+    };
+}
+
 /// Waits (≤ 5 s) until every plane of both drivers is up, then drops the events that brought them up.
 inline void wait_all_up(driver::Driver& a, driver::Driver& b, std::uint32_t planes, const std::function<std::uint64_t()>& now) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -94,12 +104,7 @@ std::vector<Factory> dpdk_factories() {
                  (void)d1->tx_burst({}, steady_ns());
              };
              p.planes = planes;
-             p.mac = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl) {
-                 wire::MacAddr m{};
-                 const auto& src = (e == 0 ? d0 : d1)->ports()[pl].mac;
-                 std::copy(src.begin(), src.end(), m.begin());
-                 return m;
-             };
+             p.mac = omrc::test::port_macs(d[0], d[1]);
              // memif has no administrative link state: endpoint e's link on a
              // plane goes down when the other side's port stops, and comes
              // back when it starts and the pair reconnects.
@@ -138,12 +143,7 @@ std::vector<Factory> dpdk_factories() {
              p.now = steady_ns;
              p.advance = [](std::uint64_t) {};
              p.planes = planes;
-             p.mac = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl) {
-                 wire::MacAddr m{};
-                 const auto& src = (e == 0 ? d0 : d1)->ports()[pl].mac;
-                 std::copy(src.begin(), src.end(), m.begin());
-                 return m;
-             };
+             p.mac = omrc::test::port_macs(d[0], d[1]);
              p.set_link = [base](std::uint32_t e, std::uint32_t pl, bool up) {
                  omrc::test::dpdk_sh("ip link set " + omrc::test::tap_iface("c", base + 8 * e + pl) + (up ? " up" : " down"));
              };
