@@ -21,4 +21,11 @@ LD_LIBRARY_PATH="$libdir" "$prefix/consumer_pc"
 cmake -S "$here" -B "$prefix/cmake-consumer" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/cmake-consumer" >/dev/null
 LD_LIBRARY_PATH="$libdir" "$prefix/cmake-consumer/consumer"
+# The DPDK driver's own library, where the build has it: an application links
+# it beside libomrc (no DPDK flags needed to compile against the header).
+if compgen -G "$libdir/libomrc_dpdk.so*" >/dev/null; then
+  c++ -std=c++20 "$here/dpdk_consumer.cpp" -o "$prefix/dpdk_consumer" $cflags -L"$libdir" -lomrc_dpdk \
+    $(pkg-config --define-prefix --libs openmrc)
+  LD_LIBRARY_PATH="$libdir" "$prefix/dpdk_consumer"
+fi
 echo "install check: pkg-config and CMake consumers built and ran"
