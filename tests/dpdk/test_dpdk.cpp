@@ -33,21 +33,26 @@ namespace {
 
 constexpr std::uint32_t kPlanes = 2;
 
-/// The memif vdevs of one side: plane p joins net_memif(2p) (server) and
-/// net_memif(2p+1) (client) over a socket of its own.
-std::string memif_vdevs(int side) {
+/// The memif vdevs of one side: plane p joins net_memif(base+2p) (server)
+/// and net_memif(base+2p+1) (client) over a socket of its own. Every test
+/// takes fresh ports (its own base): a memif pair that was stopped does not
+/// always reconnect in DPDK 22.11.
+std::string memif_vdevs(int side, int base) {
     const std::string dir = "/tmp/omrc-dpdk-test-" + std::to_string(::getpid());
     std::string v;
     for (std::uint32_t p = 0; p < kPlanes; ++p) {
-        v += (p ? ";" : "") + std::string("net_memif") + std::to_string(2 * p + side) +
-             (side == 0 ? ",role=server" : ",role=client") + ",id=0,bsize=8192,socket=" + dir + "-p" + std::to_string(p) + ".sock";
+        const int pair = base + 2 * static_cast<int>(p);
+        v += (p ? ";" : "") + std::string("net_memif") + std::to_string(pair + side) +
+             (side == 0 ? ",role=server" : ",role=client") + ",id=0,bsize=8192,socket=" + dir + "-" +
+             std::to_string(pair) + ".sock";
     }
     return v;
 }
 
-std::string memif_ports(int side) {
+std::string memif_ports(int side, int base) {
     std::string s;
-    for (std::uint32_t p = 0; p < kPlanes; ++p) s += (p ? "," : "") + std::string("net_memif") + std::to_string(2 * p + side);
+    for (std::uint32_t p = 0; p < kPlanes; ++p)
+        s += (p ? "," : "") + std::string("net_memif") + std::to_string(base + 2 * static_cast<int>(p) + side);
     return s;
 }
 
@@ -57,8 +62,6 @@ std::unique_ptr<Device> open_dpdk(const std::string& ports, std::uint64_t seed, 
     o.args = std::move(extra);
     if (!o.args.count("eal")) o.args["eal"] = dpdk_eal_args();
     o.args["ports"] = ports;
-    if (ports.find("memif") != std::string::npos && !o.args.count("vdevs"))
-        o.args["vdevs"] = memif_vdevs(ports.find("net_memif0") != std::string::npos ? 0 : 1);
     o.seed = seed;
     int err = -1;
     auto dev = Device::open("dpdk", o, &err);
@@ -164,26 +167,26 @@ TEST_CASE("dpdk: bad arguments are refused with a clear errno", "[dpdk]") {
 }
 
 TEST_CASE("dpdk: a port serves one device at a time", "[dpdk]") {
-    auto a = open_dpdk(memif_ports(0), 1);
+    auto a = open_dpdk(memif_ports(0, 20), 1, {{"vdevs", memif_vdevs(0, 20)}});
     DeviceOptions o;
     o.args["eal"] = dpdk_eal_args();
-    o.args["ports"] = memif_ports(0);
+    o.args["ports"] = memif_ports(0, 20);
     int err = 0;
     CHECK(Device::open("dpdk", o, &err) == nullptr);
     CHECK(err == ENODEV);
     a.reset();
-    auto again = open_dpdk(memif_ports(0), 2);  // released on close: usable again
+    auto again = open_dpdk(memif_ports(0, 20), 2);  // released on close: usable again
     CHECK(again->planes() == kPlanes);
 }
 
 TEST_CASE("dpdk: 64 MiB of sprayed WRITEs over net_memif, zero copy, byte-exact", "[dpdk]") {
     cpu_set_t before, after;
     REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
-    auto a = open_dpdk(memif_ports(0), 11);
+    auto a = open_dpdk(memif_ports(0, 0), 11, {{"vdevs", memif_vdevs(0, 0)}});
     // Opening a device (and the EAL with it) leaves this thread's CPU affinity alone.
     REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
     CHECK(CPU_EQUAL(&before, &after));
-    auto b = open_dpdk(memif_ports(1), 12);
+    auto b = open_dpdk(memif_ports(1, 0), 12, {{"vdevs", memif_vdevs(1, 0)}});
     REQUIRE(wait_links(*a, *b));
     const TransferResult r = transfer(*a, *b, 64u << 20, 1u << 20, 5, 4096);
     CHECK(r.completions == 64);
@@ -201,8 +204,8 @@ TEST_CASE("dpdk: 64 MiB of sprayed WRITEs over net_memif, zero copy, byte-exact"
 }
 
 TEST_CASE("dpdk: the same transfer with every frame copied", "[dpdk]") {
-    auto a = open_dpdk(memif_ports(0), 21, {{"zero_copy", "0"}});
-    auto b = open_dpdk(memif_ports(1), 22, {{"zero_copy", "0"}});
+    auto a = open_dpdk(memif_ports(0, 10), 21, {{"zero_copy", "0"}, {"vdevs", memif_vdevs(0, 10)}});
+    auto b = open_dpdk(memif_ports(1, 10), 22, {{"zero_copy", "0"}, {"vdevs", memif_vdevs(1, 10)}});
     REQUIRE(wait_links(*a, *b));
     const TransferResult r = transfer(*a, *b, 16u << 20, 256u << 10, 6, 4096);
     CHECK(r.completions == 64);
@@ -285,7 +288,7 @@ TEST_CASE("dpdk: a device attaches to an EAL the application initialised", "[dpd
     REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
     std::string args = dpdk_eal_args() + " --file-prefix omrc-attach-" + std::to_string(::getpid()) + " " ;
     for (int side = 0; side < 2; ++side)
-        for (const std::string& v : {memif_vdevs(side)}) {
+        for (const std::string& v : {memif_vdevs(side, 30)}) {
             std::size_t start = 0;
             while (start <= v.size()) {
                 const std::size_t semi = v.find(';', start);
@@ -315,8 +318,8 @@ TEST_CASE("dpdk: a device attaches to an EAL the application initialised", "[dpd
     REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(app), &app) == 0);
 
     // "eal" differs from what the application used: ignored, since the EAL runs.
-    auto a = open_dpdk(memif_ports(0), 41, {{"eal", "--no-huge -m 64 --vdev net_null0"}, {"vdevs", ""}});
-    auto b = open_dpdk(memif_ports(1), 42, {{"vdevs", ""}});
+    auto a = open_dpdk(memif_ports(0, 30), 41, {{"eal", "--no-huge -m 64 --vdev net_null0"}, {"vdevs", ""}});
+    auto b = open_dpdk(memif_ports(1, 30), 42, {{"vdevs", ""}});
     cpu_set_t after;
     REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
     CHECK(CPU_EQUAL(&app, &after));
