@@ -31,6 +31,9 @@ void remove_runtime_dir() {
     if (!generated_runtime_dir.empty()) std::filesystem::remove_all(generated_runtime_dir, ec);
 }
 
+/// Start of the --file-prefix values eal_arguments() generates.
+std::string own_prefix_stem() { return "omrc-" + std::to_string(::getpid()) + "-"; }
+
 bool has_option(const std::vector<std::string>& args, std::initializer_list<const char*> names) {
     for (const std::string& a : args)
         for (const char* n : names) {
@@ -67,7 +70,7 @@ std::vector<std::string> eal_arguments(const std::string& given) {
     for (std::string& a : split_args(text)) args.push_back(std::move(a));
     if (!has_option(args, {"--file-prefix", "--in-memory"})) {
         args.emplace_back("--file-prefix");
-        args.push_back("omrc-" + std::to_string(::getpid()) + "-" + std::to_string(prefix_counter++));
+        args.push_back(own_prefix_stem() + std::to_string(prefix_counter++));
     }
     if (!has_option(args, {"-l", "-c", "--lcores"})) {
         // One main lcore on the CPU we run on now: the EAL starts no worker
@@ -105,9 +108,8 @@ int ensure_eal(const std::vector<std::string>& args) {
     }
     if (rc < 0) {
         runtime::logger().info("dpdk: the EAL was initialised by the application; attaching to it");
-    } else if (std::find(args.begin(), args.end(), "--file-prefix") != args.end() &&
-               std::any_of(args.begin(), args.end(), [](const std::string& a) {
-                   return a.rfind("omrc-" + std::to_string(::getpid()) + "-", 0) == 0;
+    } else if (std::any_of(args.begin(), args.end(), [](const std::string& a) {
+                   return a.rfind(own_prefix_stem(), 0) == 0;
                })) {
         // A prefix of our own making: its runtime directory goes with the process.
         generated_runtime_dir = rte_eal_get_runtime_dir();

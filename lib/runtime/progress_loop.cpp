@@ -137,11 +137,13 @@ std::size_t ProgressLoop::drain_completions(CompletionSink& sink) {
     for (;;) {
         const std::size_t n = engine_.poll_completions(wc_buf_);
         const std::uint64_t accepted = stats_.tx_frames;
+        // One look at the driver's watermark per batch, not per completion.
+        const bool all_released = n == 0 || drv_.tx_release_count() >= accepted;
         for (std::size_t i = 0; i < n; ++i) {
             const core::Completion& c = wc_buf_[i];
             const bool send_side = c.opcode == core::WcOpcode::rdma_write;
             // Keep send completions in order: once one waits, later ones queue behind it.
-            if (send_side && (!held_.empty() || drv_.tx_release_count() < accepted)) {
+            if (send_side && (!held_.empty() || !all_released)) {
                 held_.push_back({c, accepted});
                 ++stats_.completions_held;
                 continue;
