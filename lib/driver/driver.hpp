@@ -12,17 +12,14 @@
 #include <vector>
 
 #include "wire/gather_frame.hpp"
+#include "wire/rx_frame.hpp"
 
 namespace omrc::driver {
 
 /// A received frame: a view into driver-owned memory, valid until the next
 /// rx_burst() call on the same driver (the runtime processes a burst fully
-/// before asking for the next one).
-struct RxFrame {
-    const std::uint8_t* data = nullptr;
-    std::uint32_t len = 0;
-    std::uint8_t plane = 0;  ///< port the frame arrived on
-};
+/// before asking for the next one). The engine takes bursts of these as they are.
+using RxFrame = wire::RxFrame;
 
 /// Per-driver counters. Every frame a driver drops is counted by reason.
 struct DriverStats {

@@ -41,6 +41,13 @@ inline void store_be64(std::uint8_t* p, std::uint64_t v) noexcept {
     store_be32(p, static_cast<std::uint32_t>(v >> 32));
     store_be32(p + 4, static_cast<std::uint32_t>(v));
 }
+/// Bit i of v becomes bit 63 − i (SACK bitmaps are built LSB-first in memory).
+inline std::uint64_t reverse_bits64(std::uint64_t v) noexcept {
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0F0F0F0F0F0F0F0Full) | ((v & 0x0F0F0F0F0F0F0F0Full) << 4);
+    return __builtin_bswap64(v);
+}
 inline std::uint32_t load_le32(const std::uint8_t* p) noexcept {
     return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
            (std::uint32_t{p[3]} << 24);

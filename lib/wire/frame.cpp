@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "wire/ev.hpp"
+#include "wire/frame_view.hpp"
 
 namespace omrc::wire {
 
@@ -155,16 +156,33 @@ WireError build_frame(std::span<std::uint8_t> out, const FrameSpec& spec,
     return WireError::ok;
 }
 
-WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& opts,
-                      ParsedFrame& out) noexcept {
-    out = ParsedFrame{};
-    WireError e = EthHdr::decode(frame, out.eth);
-    if (e != WireError::ok) return e;
-    if (out.eth.ethertype != kEthertypeIpv6) return WireError::not_ipv6;
+namespace {
+
+/// Field checks of the extension headers that have them (sizes are already
+/// checked): the decoders' own checks, done without decoding.
+WireError check_ext_fields(Opcode op, std::span<const std::uint8_t> ext) noexcept {
+    switch (op) {
+        case Opcode::sack: return (ext[0] >> 6) > 2 ? WireError::bad_field : WireError::ok;
+        case Opcode::ep_request:
+        case Opcode::ep_response: return ext[0] > 1 ? WireError::bad_field : WireError::ok;
+        default: return WireError::ok;
+    }
+}
+
+}  // namespace
+
+WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptions& opts, FrameView& out) noexcept {
+    out.frame = frame;
+    out.trim = TrimKind::none;
+    out.has_meth = out.has_tseth = false;
+    out.payload = {};
+    if (frame.size() < EthHdr::kSize) return WireError::truncated_eth;
+    if (load_be16(&frame[12]) != kEthertypeIpv6) return WireError::not_ipv6;
     std::size_t off = EthHdr::kSize;
 
     Ipv6Hdr first{};
-    if ((e = Ipv6Hdr::decode(frame.subspan(off), first)) != WireError::ok) return e;
+    WireError e = Ipv6Hdr::decode(frame.subspan(off), first);
+    if (e != WireError::ok) return e;
     off += Ipv6Hdr::kSize;
     // End of the IPv6 packet as claimed; a frame may be longer (Ethernet pad)
     // or shorter (trimmed, truncated).
@@ -173,48 +191,55 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
     const std::size_t end = std::min(claimed_end, frame.size());
     const auto avail = [&](std::size_t from) { return frame.subspan(from, end > from ? end - from : 0); };
 
-    std::uint8_t marked_tc = first.traffic_class;
+    const std::uint8_t marked_tc = first.traffic_class;
+    std::uint8_t inner_tc = first.traffic_class;
+    std::uint16_t ip_payload_len = first.payload_len;
     std::size_t ip_start = EthHdr::kSize;
     if (first.next_header == kNextHeaderUdp) {
         out.mode = FrameMode::plain;
-        out.ip = first;
     } else if (first.next_header == kNextHeaderIpv6 || first.next_header == kNextHeaderRouting) {
         out.mode = FrameMode::srv6;
-        out.outer = first;
         if (first.next_header == kNextHeaderRouting) {
+            SrhHdr srh;
             std::size_t used = 0;
-            if ((e = SrhHdr::decode(avail(off), out.srh, used)) != WireError::ok) return e;
-            if (out.srh.next_header != kNextHeaderIpv6) return WireError::unsupported_next_header;
-            out.has_srh = true;
+            if ((e = SrhHdr::decode(avail(off), srh, used)) != WireError::ok) return e;
+            if (srh.next_header != kNextHeaderIpv6) return WireError::unsupported_next_header;
             off += used;
         }
         ip_start = off;
-        if ((e = Ipv6Hdr::decode(avail(off), out.ip)) != WireError::ok) return e;
-        if (out.ip.next_header != kNextHeaderUdp) return WireError::unsupported_next_header;
+        Ipv6Hdr inner{};
+        if ((e = Ipv6Hdr::decode(avail(off), inner)) != WireError::ok) return e;
+        if (inner.next_header != kNextHeaderUdp) return WireError::unsupported_next_header;
         // The inner packet must end exactly where the outer one does.
-        if (off + Ipv6Hdr::kSize + out.ip.payload_len != claimed_end) return WireError::bad_ip_payload_len;
+        if (off + Ipv6Hdr::kSize + inner.payload_len != claimed_end) return WireError::bad_ip_payload_len;
+        inner_tc = inner.traffic_class;
+        ip_payload_len = inner.payload_len;
     } else {
         return WireError::unsupported_next_header;
     }
     out.ip_offset = static_cast<std::uint16_t>(ip_start);
     off = ip_start + Ipv6Hdr::kSize;
 
-    if ((e = UdpHdr::decode(avail(off), out.udp)) != WireError::ok) return e;
-    if (out.udp.dst_port != kRoceUdpPort) return WireError::not_roce_port;
-    if (out.udp.length != out.ip.payload_len) return WireError::bad_udp_len;
-    if (out.udp.length < UdpHdr::kSize + BthHdr::kSize + kIcrcSize) return WireError::bad_udp_len;
-    off += UdpHdr::kSize;
-    out.ev = ev_from_wire(out.udp.src_port, out.ip.flow_label);
+    const auto udp_bytes = avail(off);
+    if (udp_bytes.size() < UdpHdr::kSize) return WireError::truncated_udp;
+    const std::uint16_t udp_len = load_be16(&udp_bytes[4]);
+    if (load_be16(&udp_bytes[2]) != kRoceUdpPort) return WireError::not_roce_port;
+    if (udp_len != ip_payload_len) return WireError::bad_udp_len;
+    if (udp_len < UdpHdr::kSize + BthHdr::kSize + kIcrcSize) return WireError::bad_udp_len;
+    const std::uint32_t flow_label = load_be32(frame.data() + ip_start) & 0xFFFFFu;
+    out.ev = ev_from_wire(load_be16(&udp_bytes[0]), flow_label);
     out.ecn = marked_tc & 0x3;
+    off += UdpHdr::kSize;
 
     if ((e = BthHdr::decode(avail(off), out.bth)) != WireError::ok) return e;
     off += BthHdr::kSize;
+    out.ext_offset = static_cast<std::uint16_t>(off);
     const Opcode op = out.bth.opcode;
 
     // Trim detection comes before any ICRC check: a trimmed frame always fails it.
     if (is_data_opcode(op)) {
         const std::uint8_t dscp = marked_tc >> 2;
-        const std::uint8_t inner_dscp = out.ip.traffic_class >> 2;
+        const std::uint8_t inner_dscp = inner_tc >> 2;
         if (dscp == opts.dscp_trimmed_last_hop || inner_dscp == opts.dscp_trimmed_last_hop)
             out.trim = TrimKind::dscp_last_hop;
         else if (dscp == opts.dscp_trimmed || inner_dscp == opts.dscp_trimmed)
@@ -222,9 +247,8 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
         else if (short_frame)
             out.trim = TrimKind::short_length;
         if (out.trim != TrimKind::none) {
-            out.has_meth = MethHdr::decode(avail(off), out.meth) == WireError::ok;
-            out.has_tseth = out.has_meth && out.bth.ts &&
-                            TsethHdr::decode(avail(off + MethHdr::kSize), out.tseth) == WireError::ok;
+            out.has_meth = avail(off).size() >= MethHdr::kSize;
+            out.has_tseth = out.has_meth && out.bth.ts && avail(off).size() >= MethHdr::kSize + TsethHdr::kSize;
             return WireError::ok;
         }
     }
@@ -234,33 +258,10 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
     const std::size_t icrc_off = claimed_end - kIcrcSize;
     if (off + ext_len > claimed_end) return WireError::truncated_ext;
     if (off + ext_len > icrc_off) return WireError::truncated_icrc;
-    const auto ext = frame.subspan(off, ext_len);
-    std::size_t x = 0;
-    auto take = [&](auto& h) {
-        const WireError r = std::remove_cvref_t<decltype(h)>::decode(ext.subspan(x), h);
-        x += std::remove_cvref_t<decltype(h)>::kSize;
-        return r;
-    };
+    if ((e = check_ext_fields(op, frame.subspan(off, ext_len))) != WireError::ok) return e;
     if (is_data_opcode(op)) {
-        if ((e = take(out.meth)) != WireError::ok) return e;
         out.has_meth = true;
-        if (out.bth.ts) {
-            if ((e = take(out.tseth)) != WireError::ok) return e;
-            out.has_tseth = true;
-        }
-        if ((e = take(out.reth)) != WireError::ok) return e;
-        if (carries_imm(op) && (e = take(out.imm)) != WireError::ok) return e;
-    } else {
-        switch (op) {
-            case Opcode::ack: e = take(out.aeth); break;
-            case Opcode::sack:
-                if ((e = take(out.seth)) == WireError::ok) e = take(out.cc);
-                break;
-            case Opcode::nack: e = take(out.neth); break;
-            case Opcode::probe: e = take(out.peth); break;
-            default: e = take(out.erth); break;
-        }
-        if (e != WireError::ok) return e;
+        out.has_tseth = out.bth.ts;
     }
     off += ext_len;
 
@@ -268,10 +269,58 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
     if (out.bth.pad_count > body) return WireError::bad_pad;
     if (!is_data_opcode(op) && body != 0) return WireError::bad_field;
     out.payload = frame.subspan(off, body - out.bth.pad_count);
-    out.icrc = load_le32(frame.data() + icrc_off);
     if (opts.verify_icrc &&
-        icrc_compute(frame.subspan(out.ip_offset, icrc_off - out.ip_offset)) != out.icrc)
+        icrc_compute(frame.subspan(out.ip_offset, icrc_off - out.ip_offset)) != load_le32(frame.data() + icrc_off))
         return WireError::bad_icrc;
+    return WireError::ok;
+}
+
+WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& opts, ParsedFrame& out) noexcept {
+    out = ParsedFrame{};
+    FrameView v;
+    const WireError e = parse_frame_view(frame, opts, v);
+    if (e != WireError::ok) return e;
+    // Everything below was validated by the view: decode in full.
+    out.mode = v.mode;
+    out.trim = v.trim;
+    out.ecn = v.ecn;
+    out.ev = v.ev;
+    out.bth = v.bth;
+    out.ip_offset = v.ip_offset;
+    out.has_meth = v.has_meth;
+    out.has_tseth = v.has_tseth;
+    out.payload = v.payload;
+    (void)EthHdr::decode(frame, out.eth);
+    if (v.mode == FrameMode::srv6) {
+        (void)Ipv6Hdr::decode(frame.subspan(EthHdr::kSize), out.outer);
+        if (out.outer.next_header == kNextHeaderRouting) {
+            std::size_t used = 0;
+            out.has_srh = SrhHdr::decode(frame.subspan(EthHdr::kSize + Ipv6Hdr::kSize), out.srh, used) == WireError::ok;
+        }
+    }
+    (void)Ipv6Hdr::decode(frame.subspan(v.ip_offset), out.ip);
+    (void)UdpHdr::decode(frame.subspan(v.ip_offset + Ipv6Hdr::kSize), out.udp);
+    const Opcode op = v.bth.opcode;
+    if (is_data_opcode(op)) {
+        if (v.has_meth) out.meth = v.meth();
+        if (v.has_tseth) out.tseth = v.tseth();
+        if (v.trim == TrimKind::none) {
+            out.reth = v.reth();
+            if (carries_imm(op)) out.imm = v.imm();
+        }
+    } else {
+        switch (op) {
+            case Opcode::ack: out.aeth = v.ext_header<AethHdr>(); break;
+            case Opcode::sack:
+                out.seth = v.ext_header<SethHdr>();
+                out.cc = v.ext_header<CcStateHdr>(SethHdr::kSize);
+                break;
+            case Opcode::nack: out.neth = v.ext_header<NethHdr>(); break;
+            case Opcode::probe: out.peth = v.ext_header<PethHdr>(); break;
+            default: out.erth = v.ext_header<ErthHdr>(); break;
+        }
+    }
+    if (v.trim == TrimKind::none) out.icrc = load_le32(frame.data() + (v.ip_offset + Ipv6Hdr::kSize + out.udp.length) - kIcrcSize);
     return WireError::ok;
 }
 

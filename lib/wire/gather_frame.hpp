@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace omrc::wire {
@@ -31,6 +32,18 @@ struct GatherFrame {
     std::array<std::uint8_t, kMaxHeader> header{};
     std::array<Segment, kMaxSegments> segments{};
     std::array<std::uint8_t, 8> tail{};
+
+    /// Copies the parts of `o` in use (not the whole 300-byte object).
+    void assign_used(const GatherFrame& o) noexcept {
+        plane = o.plane;
+        header_len = o.header_len;
+        tail_len = o.tail_len;
+        segment_count = o.segment_count;
+        payload_in_engine_memory = o.payload_in_engine_memory;
+        std::memcpy(header.data(), o.header.data(), o.header_len);
+        for (std::size_t i = 0; i < o.segment_count; ++i) segments[i] = o.segments[i];
+        std::memcpy(tail.data(), o.tail.data(), o.tail_len);
+    }
 
     [[nodiscard]] std::size_t payload_len() const noexcept {
         std::size_t n = 0;

@@ -25,6 +25,13 @@ inline constexpr std::size_t kIcrcSize = 4;
 [[nodiscard]] std::uint32_t icrc_compute(std::span<const std::uint8_t> headers,
                                          std::span<const std::uint8_t> tail) noexcept;
 
+/// Same CRC over `headers` (from the IPv6 header), then each payload piece,
+/// then `zero_pad` zero bytes: a gather list in as few CRC calls as its size
+/// allows (one for small frames).
+[[nodiscard]] std::uint32_t icrc_compute_pieces(std::span<const std::uint8_t> headers,
+                                                std::span<const std::span<const std::uint8_t>> pieces,
+                                                std::size_t zero_pad) noexcept;
+
 /// Continues a CRC returned by icrc_compute() over more covered bytes
 /// (payload pieces of a gather list, then pad).
 [[nodiscard]] std::uint32_t icrc_extend(std::uint32_t crc, std::span<const std::uint8_t> more) noexcept;

@@ -66,6 +66,16 @@ struct Ipv6Hdr {
         return WireError::ok;
     }
     friend bool operator==(const Ipv6Hdr&, const Ipv6Hdr&) = default;
+
+    // In-place stores of the per-packet fields into an encoded header
+    // (`hdr` points at its first byte): header templates patch these.
+    static void store_flow_label(std::uint8_t* hdr, std::uint32_t flow_label) noexcept {
+        store_be32(hdr, (load_be32(hdr) & 0xFFF00000u) | (flow_label & 0xFFFFF));
+    }
+    static void store_payload_len(std::uint8_t* hdr, std::uint16_t len) noexcept { store_be16(hdr + 4, len); }
+    static void store_dst(std::uint8_t* hdr, const Ipv6Addr& dst) noexcept {
+        for (std::size_t i = 0; i < 16; ++i) hdr[24 + i] = dst[i];
+    }
 };
 
 }  // namespace omrc::wire

@@ -36,6 +36,10 @@ struct UdpHdr {
         return WireError::ok;
     }
     friend bool operator==(const UdpHdr&, const UdpHdr&) = default;
+
+    // In-place stores into an encoded header (header templates).
+    static void store_src_port(std::uint8_t* hdr, std::uint16_t port) noexcept { store_be16(hdr, port); }
+    static void store_length(std::uint8_t* hdr, std::uint16_t len) noexcept { store_be16(hdr + 4, len); }
 };
 
 }  // namespace omrc::wire
