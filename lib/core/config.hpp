@@ -51,9 +51,14 @@ struct EngineConfig {
     std::uint8_t dscp_data = wire::kDscpData;
     std::uint8_t dscp_control = wire::kDscpControl;
 
-    // Receiver ACK policy.
-    std::uint32_t ack_every_pkts = 4;          ///< SACK at least every N in-order data packets
-    std::uint64_t ack_delay_ns = 2'000;        ///< ... or this long after the first unacknowledged one
+    // Receiver ACK policy (docs/PROTOCOL.md "Acknowledgements"). A SACK goes
+    // out at the end of a receive burst (at most one per QP per burst) when a
+    // packet in it asked for one (BTH AckReq: the sender cannot send more
+    // without it, or the packet is a retransmission), carried CE, was a
+    // duplicate, or when this many packets await acknowledgement; otherwise
+    // the delay bound sends it.
+    std::uint32_t ack_every_pkts = 16;         ///< coalescing count, 1..64 (one SACK bitmap)
+    std::uint64_t ack_delay_ns = 2'000;        ///< longest a received packet waits for its SACK
 
     // Paths.
     std::uint64_t ev_timeout_ns = 200'000;     ///< EV timeout before any RTT sample

@@ -43,6 +43,7 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
     : cfg_(cfg), memory_(memory), rng_(cfg.seed) {
     cfg_.planes = std::clamp<std::uint32_t>(cfg_.planes, 1, kMaxPlanes);
     cfg_.max_qps = std::clamp<std::uint32_t>(cfg_.max_qps, 1, kQpIndexMask + 1);
+    cfg_.ack_every_pkts = std::clamp<std::uint32_t>(cfg_.ack_every_pkts, 1, 64);
     qps_.resize(cfg_.max_qps);
     local_up_ = all_planes();
 }
@@ -62,6 +63,8 @@ SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
             else {
                 Qp* qp = qp_by_num(c.qpn);
                 if (qp == nullptr) return {EINVAL};
+                for (std::size_t i = 0; i < qp->paths.size(); ++i)
+                    if (qp->paths.slot(i).ev == c.ev) untrack_slot(*qp, i);
                 return {qp->paths.deny(c.ev, rng_) ? kOk : ENOENT};
             }
         },
@@ -116,8 +119,10 @@ SubmitResult Engine::destroy_qp(const CmdDestroyQp& c) {
     Qp* qp = qp_by_num(c.qpn);
     if (qp == nullptr) return {EINVAL};
     std::erase(live_, qp);
+    std::erase(tx_active_, qp);
+    std::erase(ack_list_, qp);
     tx_cursor_ = 0;
-    qps_[c.qpn & kQpIndexMask].reset();
+    qps_[c.qpn & kQpIndexMask].reset();  // its timer entries find no QP and are dropped
     return {kOk};
 }
 
@@ -133,12 +138,18 @@ void Engine::prepare_specs(Qp& qp) {
     qp.ctrl_spec = s;
     qp.ctrl_spec.ip.set_dscp(cfg_.dscp_control);
     qp.ctrl_spec.outer.set_dscp(cfg_.dscp_control);
-    qp.data_spec = s;
-    qp.data_spec.ip.set_dscp(cfg_.dscp_data);
-    qp.data_spec.ip.set_ecn(2);  // ECT(0): switches may mark CE
-    qp.data_spec.outer.set_dscp(cfg_.dscp_data);
-    qp.data_spec.outer.set_ecn(2);
-    qp.data_spec.bth.ts = true;
+    wire::FrameSpec data = s;
+    data.ip.set_dscp(cfg_.dscp_data);
+    data.ip.set_ecn(2);  // ECT(0): switches may mark CE
+    data.outer.set_dscp(cfg_.dscp_data);
+    data.outer.set_ecn(2);
+    data.bth.ts = true;
+    data.tseth = {0, true, 0};
+    (void)qp.data_tmpl.init(data);  // no SRH: the outer destination carries the whole uSID path
+    for (std::uint32_t p = 0; p < cfg_.planes; ++p) {
+        std::memcpy(qp.plane_macs[p].data(), qp.attr.peer_macs[p].data(), 6);
+        std::memcpy(qp.plane_macs[p].data() + 6, cfg_.local_macs[p].data(), 6);
+    }
     if (cfg_.mode == wire::FrameMode::srv6)
         (void)routing::UsidTemplate::make(cfg_.fabric, cfg_.local_host, qp.attr.peer_host, qp.usid_template);
 }
@@ -154,6 +165,8 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         return {kOk};
     }
     if (to == QpState::reset) {
+        std::erase(tx_active_, qp);
+        tx_cursor_ = 0;
         const std::uint32_t qpn = qp->qpn;
         const std::uint16_t conn = qp->conn_id;
         const QpCaps caps = qp->caps;
@@ -189,7 +202,11 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->window_pkts = qp->rcv_window;
         qp->pkts.assign(qp->rcv_window, TxPkt{});
         qp->pkt_mask = qp->rcv_window - 1;
-        qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, cfg_.ev_track_depth, qp->qpn, rng_);
+        // Each EV's tracking ring holds twice its share of a full window, so
+        // with even spraying every packet in flight is tracked by its EV.
+        const std::uint32_t share = (qp->rcv_window + a.evs - 1) / a.evs;
+        const std::uint32_t depth = std::max(cfg_.ev_track_depth, 2 * share);
+        qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp->qpn, rng_);
         qp->paths.set_probe_intervals(cfg_.probe_interval_ns, cfg_.max_probe_interval_ns);
         prepare_specs(*qp);
         qp->state = QpState::rtr;
@@ -258,6 +275,7 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         ++qp->sq_count;
         ++qp->sq_unsegmented;
         if (qp->snd_una == qp->snd_nxt && qp->sq_unsegmented == 1) qp->last_progress_ns = now;
+        want_tx(*qp);
     }
     return {kOk};
 }
@@ -278,8 +296,12 @@ SubmitResult Engine::post_recv(const CmdPostRecv& c) {
     return {kOk};
 }
 
-std::uint32_t Engine::usable_planes(const Qp& qp) const noexcept {
-    return local_up_ & peer_plane_mask(qp.attr.peer_addr);
+std::uint32_t Engine::usable_planes(Qp& qp) noexcept {
+    if (qp.planes_epoch != planes_epoch_) {
+        qp.usable_mask = local_up_ & peer_plane_mask(qp.attr.peer_addr);
+        qp.planes_epoch = planes_epoch_;
+    }
+    return qp.usable_mask;
 }
 
 std::uint32_t Engine::peer_plane_mask(const wire::Ipv6Addr& peer) const noexcept {
@@ -294,6 +316,7 @@ SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
     const std::uint32_t before = local_up_;
     local_up_ = c.up ? (local_up_ | bit) : (local_up_ & ~bit);
     if (before == local_up_) return {kOk};
+    ++planes_epoch_;
     if (!c.up) {
         // Everything in flight on that port is gone: resend it elsewhere now.
         for (Qp* qp : live_) {
@@ -329,13 +352,14 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
         first = false;
     }
     qp.sq_count = qp.sq_unsegmented = 0;
-    for (const auto& r : qp.rq)
-        complete({r.wr_id, qp.qpn, WcStatus::wr_flush_err, WcOpcode::recv_rdma_with_imm, false, 0, 0});
+    for (std::size_t i = 0; i < qp.rq.size(); ++i)
+        complete({qp.rq[i].wr_id, qp.qpn, WcStatus::wr_flush_err, WcOpcode::recv_rdma_with_imm, false, 0, 0});
     qp.rq.clear();
     qp.imms.clear();
     qp.resend.clear();
     qp.inflight_bytes = 0;
     qp.snd_una = qp.snd_nxt;
+    qp.untracked = 0;
     qp.ack_deadline = kNever;
     qp.next_scan_ns = kNever;
 }
@@ -343,22 +367,30 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
 std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
     std::size_t n = 0;
     while (n < out.size() && !ctrl_.empty()) {
-        out[n++] = ctrl_.front();
+        out[n++].assign_used(ctrl_.front());
         ctrl_.pop_front();
         ++stats_.tx_ctrl_frames;
     }
-    const auto q = static_cast<std::uint32_t>(live_.size());
-    while (n < out.size() && q > 0) {
+    // One data packet per QP per round, round robin over the QPs with work;
+    // a QP with nothing left leaves the list (post_send and losses put it back).
+    while (n < out.size() && !tx_active_.empty()) {
         bool progressed = false;
-        for (std::uint32_t k = 0; k < q && n < out.size(); ++k) {
-            Qp* qp = live_[(tx_cursor_ + k) % q];
-            if (qp->state != QpState::rts) continue;
+        for (std::size_t k = 0; k < tx_active_.size() && n < out.size();) {
+            const std::size_t i = (tx_cursor_ + k) % tx_active_.size();
+            Qp* qp = tx_active_[i];
+            if (qp->state != QpState::rts || !qp->has_tx_work()) {
+                qp->tx_listed = false;
+                tx_active_[i] = tx_active_.back();
+                tx_active_.pop_back();
+                continue;
+            }
             if (send_one_data(*qp, out[n], now)) {
                 ++n;
                 progressed = true;
             }
+            ++k;
         }
-        tx_cursor_ = (tx_cursor_ + 1) % q;
+        if (!tx_active_.empty()) tx_cursor_ = (tx_cursor_ + 1) % static_cast<std::uint32_t>(tx_active_.size());
         if (!progressed) break;
     }
     stats_.tx_frames += n;
@@ -374,16 +406,35 @@ std::size_t Engine::poll_completions(std::span<Completion> out) {
     return n;
 }
 
+namespace {
+bool timer_later(const std::pair<TimeNs, std::uint32_t>& a, const std::pair<TimeNs, std::uint32_t>& b) noexcept {
+    return a.first > b.first;
+}
+}  // namespace
+
+void Engine::push_timer(TimeNs at, std::uint32_t qpn) {
+    timers_.emplace_back(at, qpn);
+    std::push_heap(timers_.begin(), timers_.end(), timer_later);
+}
+
 TimeNs Engine::next_wakeup() const noexcept {
-    TimeNs t = port_status_next_ns_;
-    for (const Qp* qp : live_) t = std::min({t, qp->ack_deadline, qp->next_scan_ns});
-    return t;
+    // A stale heap entry can make this early, never late: on_timer() then
+    // finds nothing due and drops it.
+    const TimeNs t = timers_.empty() ? kNever : timers_.front().first;
+    return std::min(t, port_status_next_ns_);
 }
 
 void Engine::on_timer(TimeNs now) {
-    for (Qp* qp : live_) {
+    while (!timers_.empty() && timers_.front().first <= now) {
+        const auto [at, qpn] = timers_.front();
+        std::pop_heap(timers_.begin(), timers_.end(), timer_later);
+        timers_.pop_back();
+        Qp* qp = qp_by_num(qpn);
+        if (qp == nullptr || qp->timer_armed_ns != at) continue;  // stale
+        qp->timer_armed_ns = kNever;
         if (qp->ack_deadline <= now) send_sack(*qp, now);
         if (qp->next_scan_ns <= now) sender_timers(*qp, now);
+        if (qp->deadline() != kNever) arm_timer(*qp);
     }
     if (port_status_next_ns_ <= now) {
         send_port_status(now);
@@ -392,11 +443,20 @@ void Engine::on_timer(TimeNs now) {
 }
 
 void Engine::on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, TimeNs now) {
+    const wire::RxFrame one{frame.data(), static_cast<std::uint32_t>(frame.size()), plane};
+    on_rx_burst({&one, 1}, now);
+}
+
+void Engine::on_rx_burst(std::span<const wire::RxFrame> frames, TimeNs now) {
+    for (const wire::RxFrame& f : frames) rx_one(f, now);
+    flush_acks(now);
+}
+
+void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     ++stats_.rx_frames;
-    (void)plane;
-    wire::ParsedFrame f;
+    wire::FrameView f;
     const wire::ParseOptions opts{.verify_icrc = cfg_.verify_icrc};
-    const wire::WireError e = wire::parse_frame(frame, opts, f);
+    const wire::WireError e = wire::parse_frame_view({frame.data, frame.len}, opts, f);
     if (e != wire::WireError::ok) {
         ++stats_.rx_wire_errors[static_cast<std::size_t>(e)];
         return;
@@ -410,7 +470,7 @@ void Engine::on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, Time
     if (qp == nullptr) return drop(DropReason::no_qp);
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);
-    if (f.ip.src != qp->attr.peer_addr) return drop(DropReason::wrong_source);
+    if (!f.ip_src_is(qp->attr.peer_addr)) return drop(DropReason::wrong_source);
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {
         case wire::Opcode::sack:
@@ -425,6 +485,20 @@ void Engine::on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, Time
         case wire::Opcode::probe: return on_probe(*qp, f, now);
         default: return on_data(*qp, f, now);
     }
+}
+
+void Engine::flush_acks(TimeNs now) {
+    for (Qp* qp : ack_list_) {
+        qp->ack_queued = false;
+        if (qp->state == QpState::err || qp->state == QpState::reset) continue;
+        if (qp->ack_due) {
+            send_sack(*qp, now);
+        } else if (qp->ack_pending > 0 && qp->ack_deadline == kNever) {
+            qp->ack_deadline = now + cfg_.ack_delay_ns;
+            arm_timer(*qp);
+        }
+    }
+    ack_list_.clear();
 }
 
 }  // namespace omrc::core

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 #include <variant>
@@ -15,10 +14,13 @@
 
 #include "core/config.hpp"
 #include "core/qp.hpp"
+#include "core/ring.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 #include "core/types.hpp"
+#include "wire/frame_view.hpp"
 #include "wire/gather_frame.hpp"
+#include "wire/rx_frame.hpp"
 
 namespace omrc::core {
 
@@ -57,7 +59,11 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    /// A received frame from `plane`. The frame is not referenced after return.
+    /// A burst of received frames (views valid for the call; none is
+    /// referenced after return). Acknowledgements are decided once per QP at
+    /// the end of the burst: at most one SACK per QP per burst.
+    void on_rx_burst(std::span<const wire::RxFrame> frames, TimeNs now);
+    /// One received frame from `plane`: a burst of one.
     void on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, TimeNs now);
     /// Runs every timer due at `now`.
     void on_timer(TimeNs now);
@@ -90,18 +96,42 @@ private:
     Qp* qp_by_num(std::uint32_t qpn) noexcept;
     void enter_error(Qp& qp, WcStatus first_status, TimeNs now);
     void complete(const Completion& c) { completions_.push_back(c); }
+    /// Puts the QP on the transmit list when it has something to send.
+    void want_tx(Qp& qp) {
+        if (!qp.tx_listed && qp.has_tx_work()) {
+            qp.tx_listed = true;
+            tx_active_.push_back(&qp);
+        }
+    }
+    /// (Re)arms the QP's timer after one of its deadlines moved earlier.
+    void arm_timer(Qp& qp) {
+        const TimeNs d = qp.deadline();
+        if (d < qp.timer_armed_ns) {
+            qp.timer_armed_ns = d;
+            push_timer(d, qp.qpn);
+        }
+    }
+    void push_timer(TimeNs at, std::uint32_t qpn);
+    void rx_one(const wire::RxFrame& frame, TimeNs now);
+    void flush_acks(TimeNs now);
     void prepare_specs(Qp& qp);
-    std::uint32_t usable_planes(const Qp& qp) const noexcept;
+    std::uint32_t usable_planes(Qp& qp) noexcept;
     /// Bit per configured plane.
     [[nodiscard]] std::uint32_t all_planes() const noexcept { return (1u << cfg_.planes) - 1; }  // planes ≤ 15
 
     // engine_tx.cpp: sender
     bool send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now);
     void build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out, TimeNs now);
-    void on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
-    void on_nack(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
-    void on_aeth(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
+    /// True when the QP could send another data packet right now (queue, windows).
+    bool can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept;
+    void on_sack(Qp& qp, const wire::FrameView& f, TimeNs now);
+    void on_nack(Qp& qp, const wire::FrameView& f, TimeNs now);
+    void on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now);
     void mark_lost(Qp& qp, std::uint32_t psn, bool front);
+    /// Hands the packets an EV slot tracks to the window sweep (before the slot's ring is cleared).
+    void untrack_slot(Qp& qp, std::size_t slot);
+    /// Round trip of the transmission the SACK's trigger echo names, or 0.
+    TimeNs rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
     void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes);
     /// Evidence from one SACK: its cumulative PSN and the bitmap from cack + 1
     /// (valid = false when the SACK's bitmap starts elsewhere, or for timers).
@@ -119,10 +149,12 @@ private:
     void send_probe(Qp& qp, BadEv& bad, TimeNs now);
 
     // engine_rx.cpp: receiver
-    void on_data(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
-    void on_trimmed(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
-    void on_probe(Qp& qp, const wire::ParsedFrame& f, TimeNs now);
-    void on_endpoint(const wire::ParsedFrame& f, TimeNs now);
+    void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);
+    void on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs now);
+    void on_probe(Qp& qp, const wire::FrameView& f, TimeNs now);
+    void on_endpoint(const wire::FrameView& f, TimeNs now);
+    /// Notes a received data packet for the acknowledgement at the end of the burst.
+    void note_ack(Qp& qp, const wire::FrameView& f, bool ack_now);
     void deliver_imms(Qp& qp);
     void send_sack(Qp& qp, TimeNs now, bool probe_answer = false, std::uint32_t probe_ev = 0,
                    std::uint32_t probe_id = 0);
@@ -143,10 +175,16 @@ private:
     std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn & 0xFFF
     std::vector<Qp*> live_;                  ///< every existing QP, for loops that must not scan empty slots
     std::uint32_t qpn_generation_ = 1;
-    std::uint32_t tx_cursor_ = 0;            ///< round-robin over QPs in poll_tx
-    std::deque<wire::GatherFrame> ctrl_;     ///< control frames waiting for poll_tx
-    std::deque<Completion> completions_;
+    std::uint32_t tx_cursor_ = 0;            ///< round-robin over tx_active_ in poll_tx
+    std::vector<Qp*> tx_active_;             ///< QPs with something to send (Qp::tx_listed)
+    std::vector<Qp*> ack_list_;              ///< QPs that received data in the current burst (Qp::ack_queued)
+    /// Min-heap of (deadline, qpn): each QP's earliest timer. Entries whose
+    /// deadline no longer matches Qp::timer_armed_ns are stale and skipped.
+    std::vector<std::pair<TimeNs, std::uint32_t>> timers_;
+    Ring<wire::GatherFrame> ctrl_;           ///< control frames waiting for poll_tx
+    Ring<Completion> completions_{64};
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
+    std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes
     struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };
     std::vector<PeerPorts> peer_ports_;
     std::uint32_t port_status_seq_ = 0;

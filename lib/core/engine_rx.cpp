@@ -66,7 +66,8 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t prob
     (void)now;
     if (!probe_answer) {
         qp.ack_pending = 0;
-        qp.ack_deadline = kNever;
+        qp.ack_due = false;
+        qp.ack_deadline = kNever;  // a timer entry left behind is stale and skipped
     }
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
@@ -107,12 +108,8 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t prob
         if (qp.sack_near_trigger) start = trig - 63;
     }
     h.sack_offset = static_cast<std::int16_t>(start);
-    std::uint64_t bm = 0;
-    for (std::int32_t i = 0; i < 64; ++i) {
-        const std::int32_t d = start + i;
-        if (d < 1 || d > static_cast<std::int32_t>(qp.rcv_window)) continue;
-        if (qp.rcv_bit(psn_add(qp.rcv_cack, d))) bm |= 1ull << (63 - i);
-    }
+    // Bit k of the window words is PSN base + k; the wire puts base at bit 63.
+    const std::uint64_t bm = wire::reverse_bits64(qp.rcv_bits64(psn_add(qp.rcv_cack, start)));
     h.bitmap = bm;
     s.cc = {};
     s.cc.ts_echo = probe_answer ? 0 : qp.ack_trigger_ts;
@@ -163,39 +160,56 @@ void Engine::deliver_imms(Qp& qp) {
     }
 }
 
-void Engine::on_data(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
+void Engine::note_ack(Qp& qp, const wire::FrameView& f, bool ack_now) {
+    const bool ecn = f.ecn == 3;
+    // The SACK echoes one packet (the trigger): the latest, unless an earlier
+    // one of the same burst carried CE and this one did not — the echo then
+    // still names the EV that saw congestion.
+    if (ecn || !qp.ack_trigger_ecn || qp.ack_pending == 0) {
+        qp.ack_trigger_psn = f.bth.psn;
+        qp.ack_trigger_ev = f.ev;
+        qp.ack_trigger_ts = f.has_tseth ? f.tseth().tx_timestamp : 0;
+        qp.ack_trigger_ecn = ecn;
+    }
+    ++qp.ack_pending;
+    qp.ack_due = qp.ack_due || ack_now || ecn || qp.ack_pending >= cfg_.ack_every_pkts;
+    if (!qp.ack_queued) {
+        qp.ack_queued = true;
+        ack_list_.push_back(&qp);
+    }
+}
+
+void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    (void)now;
     const std::uint32_t psn = f.bth.psn;
     const auto len = static_cast<std::uint32_t>(f.payload.size());
-    if (len > qp.attr.mtu_bytes || len > f.reth.dma_len) return drop(DropReason::bad_length);
+    const wire::RethHdr reth = f.reth();
+    if (len > qp.attr.mtu_bytes || len > reth.dma_len) return drop(DropReason::bad_length);
     const std::int32_t d = psn_diff(psn, qp.rcv_cack);
     if (d <= 0 || (d <= static_cast<std::int32_t>(qp.rcv_window) && qp.rcv_bit(psn))) {
         // Recognised before any byte is written; the SACK it triggers repairs a lost one.
         ++qp.stats.duplicates;
         drop(DropReason::duplicate);
-        qp.ack_trigger_psn = psn;
-        qp.ack_trigger_ev = f.ev;
-        qp.ack_trigger_ts = f.has_tseth ? f.tseth.tx_timestamp : 0;
-        qp.ack_trigger_ecn = false;
-        send_sack(qp, now);
+        note_ack(qp, f, true);
         return;
     }
     if (d > static_cast<std::int32_t>(qp.rcv_window)) {
         drop(DropReason::out_of_window);
-        send_nack(qp, psn, f.ev, f.has_tseth ? f.tseth.tx_timestamp : 0, wire::NackReason::psn_oor_window);
+        send_nack(qp, psn, f.ev, f.has_tseth ? f.tseth().tx_timestamp : 0, wire::NackReason::psn_oor_window);
         return;
     }
     if (!(qp.attr.access_flags & kAccessRemoteWrite)) {
         drop(DropReason::remote_access);
-        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, f.meth.msn);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, f.meth().msn);
         return;
     }
     PlaceStatus ps = PlaceStatus::ok;
-    if (memory_ && wire::is_first_of_message(f.bth.opcode) && f.reth.dma_len > len)
-        ps = memory_->check(qp.attr.pd, f.reth.rkey, f.reth.va, f.reth.dma_len);
-    if (memory_ && ps == PlaceStatus::ok) ps = memory_->place(qp.attr.pd, f.reth.rkey, f.reth.va, f.payload);
+    if (memory_ && wire::is_first_of_message(f.bth.opcode) && reth.dma_len > len)
+        ps = memory_->check(qp.attr.pd, reth.rkey, reth.va, reth.dma_len);
+    if (memory_ && ps == PlaceStatus::ok) ps = memory_->place(qp.attr.pd, reth.rkey, reth.va, f.payload);
     if (ps != PlaceStatus::ok) {
         drop(DropReason::remote_access);
-        send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, f.meth.msn);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, f.meth().msn);
         return;
     }
     qp.set_rcv_bit(psn, true);
@@ -203,63 +217,63 @@ void Engine::on_data(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
     qp.stats.data_bytes_received += len;
     qp.rcvd_bytes += len;
     if (wire::carries_imm(f.bth.opcode)) {
-        PendingImm im{psn, f.imm.imm, f.reth.dma_len};
-        auto it = std::find_if(qp.imms.begin(), qp.imms.end(),
-                               [&](const PendingImm& p) { return psn_diff(p.last_psn, psn) > 0; });
-        qp.imms.insert(it, im);
+        // Kept in last_psn order; nearly always appended at the back.
+        std::size_t at = qp.imms.size();
+        while (at > 0 && psn_diff(qp.imms[at - 1].last_psn, psn) > 0) --at;
+        qp.imms.insert(at, PendingImm{psn, f.imm().imm, reth.dma_len});
     }
-    while (qp.rcv_bit(psn_add(qp.rcv_cack, 1))) {
-        qp.rcv_cack = psn_add(qp.rcv_cack, 1);
-        qp.set_rcv_bit(qp.rcv_cack, false);
+    // Advance the cumulative PSN over the run of received bits after it.
+    for (;;) {
+        const std::uint32_t next = psn_add(qp.rcv_cack, 1);
+        const auto run = static_cast<std::uint32_t>(std::countr_one(qp.rcv_bits64(next)));
+        if (run == 0) break;
+        qp.clear_rcv_bits(next, run);
+        qp.rcv_cack = psn_add(qp.rcv_cack, run);
+        if (run < 64) break;
     }
     deliver_imms(qp);
-    const bool ecn = f.ecn == 3;
-    if (ecn) ++qp.stats.ecn_received;
-    qp.ack_trigger_psn = psn;
-    qp.ack_trigger_ev = f.ev;
-    qp.ack_trigger_ts = f.has_tseth ? f.tseth.tx_timestamp : 0;
-    qp.ack_trigger_ecn = ecn;
-    if (f.bth.ack_req || ecn || ++qp.ack_pending >= cfg_.ack_every_pkts) {
-        send_sack(qp, now);
-    } else if (qp.ack_deadline == kNever) {
-        qp.ack_deadline = now + cfg_.ack_delay_ns;
-    }
+    if (f.ecn == 3) ++qp.stats.ecn_received;
+    note_ack(qp, f, f.bth.ack_req || f.bth.rtx);
 }
 
-void Engine::on_trimmed(Qp& qp, const wire::ParsedFrame& f, TimeNs) {
+void Engine::on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs) {
     ++qp.stats.trims_received;
     drop(DropReason::trimmed);
     const std::uint32_t psn = f.bth.psn;
     const std::int32_t d = psn_diff(psn, qp.rcv_cack);
     if (d <= 0 || d > static_cast<std::int32_t>(qp.rcv_window) || qp.rcv_bit(psn)) return;
-    send_nack(qp, psn, f.ev, f.has_tseth ? f.tseth.tx_timestamp : 0,
+    send_nack(qp, psn, f.ev, f.has_tseth ? f.tseth().tx_timestamp : 0,
               f.trim == wire::TrimKind::dscp_last_hop ? wire::NackReason::trimmed_lasthop
                                                       : wire::NackReason::trimmed);
 }
 
-void Engine::on_probe(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
-    if (f.peth.dst_conn_id != qp.conn_id || f.peth.src_conn_id != qp.attr.dest_conn_id)
+void Engine::on_probe(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    const auto peth = f.ext_header<wire::PethHdr>();
+    if (peth.dst_conn_id != qp.conn_id || peth.src_conn_id != qp.attr.dest_conn_id)
         return drop(DropReason::bad_conn_id);
-    send_sack(qp, now, true, f.peth.ev, f.peth.probe_id);
+    send_sack(qp, now, true, peth.ev, peth.probe_id);
 }
 
-void Engine::on_endpoint(const wire::ParsedFrame& f, TimeNs) {
+void Engine::on_endpoint(const wire::FrameView& f, TimeNs) {
     if (f.bth.dest_qp != wire::kEndpointQpn) return drop(DropReason::unexpected);
-    if (f.bth.opcode != wire::Opcode::ep_request || f.erth.op != wire::ErthOp::port_status_update)
+    const auto erth = f.ext_header<wire::ErthHdr>();
+    if (f.bth.opcode != wire::Opcode::ep_request || erth.op != wire::ErthOp::port_status_update)
         return drop(DropReason::unexpected);
     // Only peers we have a connection with may change how we reach them.
+    const wire::Ipv6Addr src = f.ip_src_addr();
     bool known = false;
     for (const Qp* qp : live_)
-        if (qp->state != QpState::reset && qp->attr.peer_addr == f.ip.src) known = true;
+        if (qp->state != QpState::reset && qp->attr.peer_addr == src) known = true;
     if (!known) return drop(DropReason::wrong_source);
     ++stats_.port_status_received;
-    const std::uint32_t mask = f.erth.port_status_mask == 0 ? 0 : f.erth.port_status_mask;
+    ++planes_epoch_;
+    const std::uint32_t mask = erth.port_status_mask;
     for (auto& p : peer_ports_) {
-        if (p.addr != f.ip.src) continue;
+        if (p.addr != src) continue;
         p.up_mask = mask;
         return;
     }
-    peer_ports_.push_back({f.ip.src, mask});
+    peer_ports_.push_back({src, mask});
 }
 
 void Engine::send_port_status(TimeNs now) {

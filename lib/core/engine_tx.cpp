@@ -11,11 +11,16 @@
 namespace omrc::core {
 
 namespace {
-wire::Opcode data_opcode(const SendMsg& m, std::uint32_t index) noexcept {
+/// Opcode of the packet at byte `offset` (carrying `len` bytes) of message
+/// `m`. Decided from bytes, not from a PSN difference: a message may span
+/// more PSNs than a signed 24-bit difference can count.
+wire::Opcode data_opcode(const SendMsg& m, std::uint32_t offset, std::uint32_t len) noexcept {
     const bool imm = m.req.with_imm;
-    if (m.npkts == 1) return imm ? wire::Opcode::write_only_imm : wire::Opcode::write_only;
-    if (index == 0) return wire::Opcode::write_first;
-    if (index + 1 == m.npkts) return imm ? wire::Opcode::write_last_imm : wire::Opcode::write_last;
+    const bool first = offset == 0;
+    const bool last = offset + len >= m.length;
+    if (first && last) return imm ? wire::Opcode::write_only_imm : wire::Opcode::write_only;
+    if (first) return wire::Opcode::write_first;
+    if (last) return imm ? wire::Opcode::write_last_imm : wire::Opcode::write_last;
     return wire::Opcode::write_middle;
 }
 std::uint16_t ts_ticks(TimeNs now) noexcept {
@@ -23,16 +28,34 @@ std::uint16_t ts_ticks(TimeNs now) noexcept {
 }
 }  // namespace
 
+bool Engine::can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept {
+    std::uint32_t len = 0;
+    if (!qp.resend.empty()) {
+        len = qp.pkts[qp.resend.front() & qp.pkt_mask].len;
+    } else {
+        if (qp.sq_unsegmented == 0) return false;
+        if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
+        len = std::min(qp.attr.mtu_bytes, qp.sq[qp.seg_msg].length - qp.seg_offset);
+    }
+    return qp.inflight_bytes == 0 || qp.inflight_bytes + len <= cwnd;
+}
+
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     const std::uint32_t planes = usable_planes(qp);
     const std::uint64_t cwnd = qp.cc ? qp.cc->window_bytes() : UINT64_MAX;
-    // Retransmissions first.
-    while (!qp.resend.empty()) {
+    // Retransmissions first, within the peer's receive window (a PSN beyond
+    // it would only be NACKed again).
+    for (std::size_t tries = qp.resend.size(); tries > 0 && !qp.resend.empty(); --tries) {
         const std::uint32_t psn = qp.resend.front();
         TxPkt& p = qp.pkt(psn);
         if (p.acked || !p.lost || psn_diff(psn, qp.snd_una) < 0 || psn_diff(psn, qp.snd_nxt) >= 0) {
             qp.resend.pop_front();
             if (!p.acked && psn_diff(psn, qp.snd_una) >= 0) p.lost = false;
+            continue;
+        }
+        if (psn_diff(psn, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) {
+            qp.resend.pop_front();
+            qp.resend.push_back(psn);  // later, once the window reaches it
             continue;
         }
         if (qp.inflight_bytes > 0 && qp.inflight_bytes + p.len > cwnd) return false;
@@ -75,24 +98,55 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
                               TimeNs now) {
     const SendMsg& m = qp.sq[p.msg_slot];
     EvSlot& slot = qp.paths.slot(p.ev_slot);
-    const std::uint32_t index = static_cast<std::uint32_t>(psn_diff(psn, m.first_psn));
-    wire::FrameSpec& s = qp.data_spec;  // reused: only per-packet fields change
     const std::uint8_t plane = slot.plane;
-    s.eth.src = cfg_.local_macs[plane];
-    s.eth.dst = qp.attr.peer_macs[plane];
-    s.ev = slot.ev;
-    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(slot.ev);
-    s.bth.opcode = data_opcode(m, index);
-    s.bth.psn = psn;
-    s.bth.rtx = retransmit;
-    s.bth.ack_req = index + 1 == m.npkts;
-    s.bth.solicited = false;
-    s.meth = {m.rqmsn, m.msn};
-    s.tseth = {ts_ticks(now), true, 0};
-    s.reth = {m.req.remote_addr + p.offset, m.req.rkey, m.length};
-    s.imm = {m.req.imm_data};
-    std::size_t hlen = 0;
-    (void)wire::build_headers(out.header, s, p.len, hlen);
+
+    // Sender state first: whether this packet must ask for an acknowledgement
+    // depends on what the QP can send after it.
+    p.tx_seq = ++qp.tx_seq;
+    p.sent_ns = now;
+    p.ev = slot.ev;
+    if (p.tx_count < 255) ++p.tx_count;
+    qp.inflight_bytes += p.len;
+    const bool tracked = qp.paths.track(p.ev_slot, psn, p.tx_seq);
+    if (tracked != !p.untracked) {
+        p.untracked = !tracked;
+        if (tracked) --qp.untracked;
+        else ++qp.untracked;
+    }
+    ++slot.counters.sent;
+    if (retransmit) {
+        ++qp.stats.data_pkts_resent;
+    } else {
+        ++qp.stats.data_pkts_sent;
+        qp.stats.data_bytes_sent += p.len;
+    }
+    if (now + ev_timeout(qp) < qp.next_scan_ns) {
+        qp.next_scan_ns = now + ev_timeout(qp);
+        arm_timer(qp);
+    }
+    // AckReq when the sender cannot go on without an acknowledgement (its
+    // queue is empty or its windows are full) and on every retransmission;
+    // otherwise the receiver's coalescing count and delay bound apply.
+    const bool ack_req = retransmit || !can_send_more(qp, qp.cc ? qp.cc->window_bytes() : UINT64_MAX);
+
+    wire::DataFields fields;
+    fields.macs = qp.plane_macs[plane].data();
+    fields.ev = slot.ev;
+    wire::Ipv6Addr outer_dst;
+    if (cfg_.mode == wire::FrameMode::srv6) {
+        outer_dst = qp.usid_template.apply(slot.ev);
+        fields.outer_dst = &outer_dst;
+    }
+    fields.opcode = data_opcode(m, p.offset, p.len);
+    fields.ack_req = ack_req;
+    fields.rtx = retransmit;
+    fields.psn = psn;
+    fields.payload_len = p.len;
+    fields.meth = {m.rqmsn, m.msn};
+    fields.tx_timestamp = ts_ticks(now);
+    fields.reth = {m.req.remote_addr + p.offset, m.req.rkey, m.length};
+    fields.imm = m.req.imm_data;
+    const std::size_t hlen = qp.data_tmpl.write(out.header.data(), fields);
     out.header_len = static_cast<std::uint16_t>(hlen);
     out.plane = plane;
     // Gather the payload straight from the SGEs covering [offset, offset+len).
@@ -114,28 +168,14 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     std::memset(out.tail.data(), 0, pad);
     std::uint32_t crc = 0;
     if (cfg_.compute_icrc) {
-        crc = wire::frame_icrc(std::span(out.header).first(hlen), cfg_.mode, {});
-        for (std::size_t i = 0; i < out.segment_count; ++i)
-            crc = wire::icrc_extend(crc, std::span(out.segments[i].data, out.segments[i].len));
-        crc = wire::icrc_extend(crc, std::span(out.tail).first(pad));
+        std::array<std::span<const std::uint8_t>, wire::GatherFrame::kMaxSegments> pieces;
+        for (std::size_t i = 0; i < out.segment_count; ++i) pieces[i] = {out.segments[i].data, out.segments[i].len};
+        const std::size_t ip_off = qp.data_tmpl.icrc_offset();
+        crc = wire::icrc_compute_pieces(std::span(out.header).subspan(ip_off, hlen - ip_off),
+                                        std::span(pieces).first(out.segment_count), pad);
     }
     wire::store_le32(out.tail.data() + pad, crc);
     out.tail_len = static_cast<std::uint8_t>(pad + 4);
-
-    p.tx_seq = ++qp.tx_seq;
-    p.sent_ns = now;
-    p.ev = slot.ev;
-    ++p.tx_count;
-    qp.inflight_bytes += p.len;
-    (void)qp.paths.track(p.ev_slot, psn, p.tx_seq);
-    ++slot.counters.sent;
-    if (retransmit) {
-        ++qp.stats.data_pkts_resent;
-    } else {
-        ++qp.stats.data_pkts_sent;
-        qp.stats.data_bytes_sent += p.len;
-    }
-    qp.next_scan_ns = std::min(qp.next_scan_ns, now + ev_timeout(qp));
 }
 
 void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
@@ -145,6 +185,23 @@ void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
     qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
     if (front) qp.resend.push_front(psn);
     else qp.resend.push_back(psn);
+    want_tx(qp);
+}
+
+void Engine::untrack_slot(Qp& qp, std::size_t slot) {
+    // Packets still in flight on the slot lose their EV tracking: the window
+    // sweep covers them from now on.
+    for (std::uint32_t i = 0; i < qp.paths.tracked(slot); ++i) {
+        std::uint32_t psn;
+        std::uint64_t seq;
+        qp.paths.tracked_at(slot, i, psn, seq);
+        TxPkt& p = qp.pkt(psn);
+        if (p.tx_seq == seq && !p.acked && !p.untracked) {
+            p.untracked = true;
+            ++qp.untracked;
+        }
+    }
+    qp.paths.clear_tracked(slot);
 }
 
 void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes) {
@@ -153,6 +210,10 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     p.acked = true;
     if (!p.lost) qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
     p.lost = false;
+    if (p.untracked) {
+        p.untracked = false;
+        --qp.untracked;
+    }
     acked_bytes += p.len;
     ++qp.stats.pkts_sacked;
     EvSlot& slot = qp.paths.slot(p.ev_slot);
@@ -164,8 +225,10 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
             slot.last_acked_tx_seq = p.tx_seq;
             slot.last_acked_psn = psn;
             if (slot.suspect_ns == 0) slot.suspect_ns = now;
-            if (std::find(qp.infer_pending.begin(), qp.infer_pending.end(), p.ev_slot) == qp.infer_pending.end())
+            if (!slot.infer_queued) {
+                slot.infer_queued = true;
                 qp.infer_pending.push_back(p.ev_slot);
+            }
         }
     }
 }
@@ -235,9 +298,12 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
     if (!undecided) slot.suspect_ns = 0;
     // A loss alone is not congestion (trims and delay say that): the window
     // stays; only an EV whose loss stands out from the others is retired.
-    if (retire && qp.paths.retire(slot_index, now, rng_)) {
-        ++qp.stats.ev_retirements;
-        return false;
+    if (retire && qp.paths.policy() == PathPolicy::adaptive) {
+        untrack_slot(qp, slot_index);
+        if (qp.paths.retire(slot_index, now, rng_)) {
+            ++qp.stats.ev_retirements;
+            return false;
+        }
     }
     return undecided;
 }
@@ -264,8 +330,9 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
     }
 }
 
-void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
-    const wire::SethHdr& s = f.seth;
+void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    const auto s = f.ext_header<wire::SethHdr>();
+    const auto cc_state = f.ext_header<wire::CcStateHdr>(wire::SethHdr::kSize);
     if (s.dst_conn_id != qp.conn_id || s.src_conn_id != qp.attr.dest_conn_id) return drop(DropReason::bad_conn_id);
     ++qp.stats.sacks_received;
     const bool probe_answer = (s.flags & wire::kSackFlagProbeResponse) != 0;
@@ -291,8 +358,9 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
     if (!stale)
         for (std::uint32_t psn = qp.snd_una; psn_diff(psn, s.cack_psn) <= 0; psn = psn_add(psn, 1))
             ack_packet(qp, psn, now, acked_bytes);
-    for (int i = 0; i < 64; ++i) {
-        if (!((s.bitmap >> (63 - i)) & 1u)) continue;
+    for (std::uint64_t bits = s.bitmap; bits != 0;) {
+        const int i = std::countl_zero(bits);  // bit 63 = base + 0
+        bits &= ~(1ull << (63 - i));
         const std::uint32_t psn = psn_add(base, i);
         if (psn_diff(psn, qp.snd_una) < 0) continue;
         ack_packet(qp, psn, now, acked_bytes);
@@ -321,17 +389,19 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
             if (infer_losses_on_path(qp, slot_index, view, now)) {
                 qp.infer_pending[keep++] = slot_index;
                 qp.next_scan_ns = std::min(qp.next_scan_ns, qp.paths.slot(slot_index).suspect_ns + reorder_window(qp));
+            } else {
+                qp.paths.slot(slot_index).infer_queued = false;
             }
         }
         qp.infer_pending.resize(keep);
+        arm_timer(qp);
     }
     if (qp.cc) {
         AckSample a;
         a.acked_bytes = acked_bytes;
         a.ecn = (s.flags & wire::kSackFlagEcnEcho) != 0;
         a.now = now;
-        const std::uint16_t dt = static_cast<std::uint16_t>(ts_ticks(now) - f.cc.ts_echo);
-        a.rtt_ns = (f.cc.ts_echo != 0 && !probe_answer) ? std::uint64_t{dt} * wire::TsethHdr::kTickNs : 0;
+        a.rtt_ns = probe_answer ? 0 : rtt_sample(qp, s, cc_state.ts_echo, now);
         if (a.rtt_ns != 0) {
             qp.rtt_min_ns = qp.rtt_min_ns == 0 ? a.rtt_ns : std::min(qp.rtt_min_ns, a.rtt_ns);
             qp.rtt_max_ns = a.rtt_ns >= qp.rtt_max_ns ? a.rtt_ns : qp.rtt_max_ns - (qp.rtt_max_ns - a.rtt_ns) / 1024;
@@ -344,8 +414,21 @@ void Engine::on_sack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
     advance_una(qp, now);
 }
 
-void Engine::on_nack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
-    const wire::NethHdr& n = f.neth;
+TimeNs Engine::rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept {
+    // The echoed 16-bit timestamp wraps every 8.39 ms, so it only names which
+    // transmission of the triggering packet the SACK answers; the round trip
+    // is measured from that transmission's full send time.
+    if (ts_echo == 0) return 0;
+    const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
+    const std::int32_t age = psn_diff(qp.snd_nxt, trig);  // the record of trig is still in the ring
+    if (age <= 0 || age > static_cast<std::int32_t>(qp.pkt_mask + 1)) return 0;
+    const TxPkt& t = qp.pkts[trig & qp.pkt_mask];
+    if (t.tx_count == 0 || t.sent_ns > now || ts_ticks(t.sent_ns) != ts_echo) return 0;
+    return now - t.sent_ns;
+}
+
+void Engine::on_nack(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    const auto n = f.ext_header<wire::NethHdr>();
     if (n.dst_conn_id != qp.conn_id || n.src_conn_id != qp.attr.dest_conn_id) return drop(DropReason::bad_conn_id);
     if (psn_diff(n.nack_psn, qp.snd_una) < 0 || psn_diff(n.nack_psn, qp.snd_nxt) >= 0)
         return drop(DropReason::forged_ack);
@@ -364,19 +447,33 @@ void Engine::on_nack(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
             if (reason == wire::NackReason::trimmed) qp.paths.mark_skip(p.ev_slot);
         }
     }
+    if (reason == wire::NackReason::psn_oor_window) {
+        // The packet fell beyond the peer's receive window: that window is
+        // smaller than the distance from its cumulative PSN (a power of two
+        // times 128 packets). Shrink ours to fit, so the resend below waits
+        // until the window reaches it instead of bouncing off it again.
+        const std::int32_t beyond = psn_diff(n.nack_psn, n.cack_psn);
+        if (beyond > 128) {
+            const auto fits = std::bit_floor(static_cast<std::uint32_t>(beyond - 1));
+            qp.window_pkts = std::min(qp.window_pkts, fits);
+        } else {
+            qp.window_pkts = std::min<std::uint32_t>(qp.window_pkts, 128);
+        }
+    }
     // Selective resend of exactly this PSN, ahead of everything else.
     mark_lost(qp, n.nack_psn, true);
 }
 
-void Engine::on_aeth(Qp& qp, const wire::ParsedFrame& f, TimeNs now) {
-    const auto syndrome = static_cast<wire::AethSyndrome>(f.aeth.syndrome);
+void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    const auto aeth = f.ext_header<wire::AethHdr>();
+    const auto syndrome = static_cast<wire::AethSyndrome>(aeth.syndrome);
     if (syndrome == wire::AethSyndrome::ack) return;  // reliability is carried by SACKs
     // Find the outstanding message the NAK names (MSN, 16 bits of METH).
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
     const std::uint32_t segmented = qp.sq_count - qp.sq_unsegmented;
     for (std::uint32_t k = 0; k < segmented; ++k) {
         SendMsg& m = qp.sq[(qp.sq_head + k) % n];
-        if (m.msn != static_cast<std::uint16_t>(f.aeth.msn)) continue;
+        if (m.msn != static_cast<std::uint16_t>(aeth.msn)) continue;
         WcStatus st = WcStatus::rem_op_err;
         if (syndrome == wire::AethSyndrome::nak_remote_access) st = WcStatus::rem_access_err;
         else if (syndrome == wire::AethSyndrome::nak_invalid_request) st = WcStatus::rem_inv_req_err;
@@ -465,15 +562,17 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             if (infer_losses_on_path(qp, slot_index, SackView{}, now)) {
                 qp.infer_pending[keep++] = slot_index;
                 next = std::min(next, qp.paths.slot(slot_index).suspect_ns + reorder_window(qp));
+            } else {
+                qp.paths.slot(slot_index).infer_queued = false;
             }
         }
         qp.infer_pending.resize(keep);
     }
-    // 3. Safety net for packets the per-EV rings could not track: a sweep of
-    // the whole window, at most every half EV timeout (it is O(window), and
-    // the timers above run far more often).
+    // 3. Safety net for packets no EV ring tracks (a full ring, a retired
+    // EV): a sweep of the whole window, at most every half EV timeout, and
+    // only while such packets exist (it is O(window)).
     if (qp.snd_una != qp.snd_nxt) {
-        if (now >= qp.next_sweep_ns) {
+        if (qp.untracked > 0 && now >= qp.next_sweep_ns) {
             const TimeNs late = timeout + timeout / 2;
             for (std::uint32_t psn = qp.snd_una; psn != qp.snd_nxt; psn = psn_add(psn, 1)) {
                 TxPkt& p = qp.pkt(psn);
@@ -483,7 +582,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             }
             qp.next_sweep_ns = now + timeout / 2;
         }
-        next = std::min(next, qp.next_sweep_ns);
+        if (qp.untracked > 0) next = std::min(next, std::max(qp.next_sweep_ns, now + 1));
         // 4. Retry budget: no progress for timeout · (retry_cnt + 1).
         const TimeNs budget = qp.attr.timeout_ns * (qp.attr.retry_cnt + 1);
         if (now >= qp.last_progress_ns + budget) {

@@ -45,6 +45,7 @@ struct EvSlot {
     std::uint32_t fifo_count = 0;
     double loss_ewma = 0.0;          ///< recent loss fraction of packets on this EV (weight 1/8 per packet)
     bool parked = false;             ///< its plane failed as a whole: not used until a probe on the plane succeeds
+    bool infer_queued = false;       ///< listed in Qp::infer_pending
     EvCounters counters{};
 };
 

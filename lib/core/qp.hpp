@@ -5,17 +5,20 @@
 // Owned by one Engine; touched only by the engine's owning thread.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "core/cc.hpp"
 #include "core/config.hpp"
 #include "core/paths.hpp"
+#include "core/ring.hpp"
 #include "core/stats.hpp"
 #include "core/types.hpp"
 #include "routing/fabric.hpp"
+#include "wire/data_template.hpp"
 #include "wire/frame.hpp"
 
 namespace omrc::core {
@@ -40,9 +43,10 @@ struct TxPkt {
     std::uint32_t len = 0;         ///< payload bytes
     std::uint32_t ev = 0;          ///< EV of the latest transmission
     std::uint16_t ev_slot = 0;
-    std::uint8_t tx_count = 0;     ///< transmissions so far
+    std::uint8_t tx_count = 0;     ///< transmissions so far (saturates at 255)
     bool acked = false;
     bool lost = false;             ///< queued for retransmission
+    bool untracked = false;        ///< its latest transmission did not fit its EV's tracking ring
 };
 
 /// Immediate data of a WRITE_WITH_IMM whose last packet has arrived.
@@ -74,20 +78,23 @@ struct Qp {
     std::vector<TxPkt> pkts;        ///< ring indexed by psn & pkt_mask
     std::uint32_t pkt_mask = 0;
     std::uint32_t window_pkts = 0;  ///< send window = peer's receive window
-    std::deque<std::uint32_t> resend;  ///< PSNs to retransmit, oldest first
+    Ring<std::uint32_t> resend;     ///< PSNs to retransmit, oldest first
+    std::uint32_t untracked = 0;    ///< packets in flight whose transmission no EV ring tracks (the window sweep covers them)
     std::uint64_t inflight_bytes = 0;
     std::uint64_t tx_seq = 0;
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
-    std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one
+    std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one (EvSlot::infer_queued)
     TimeNs rtt_min_ns = 0;          ///< smallest RTT sample (0 = none yet)
     TimeNs rtt_max_ns = 0;          ///< largest RTT sample, slowly forgotten (decays 1/1024 per sample): EV timeout
     TimeNs rtt_recent_max_ns = 0;   ///< largest recent RTT sample (decays 1/64 per sample): reorder window
     TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
     TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
     TimeNs next_sweep_ns = 0;       ///< next QP-wide sweep for untracked overdue packets (at most every half EV timeout)
-    wire::FrameSpec data_spec{};    ///< headers shared by this QP's data packets
+    wire::DataTemplate data_tmpl{}; ///< prebuilt headers of this QP's data packets
     wire::FrameSpec ctrl_spec{};    ///< headers shared by this QP's control packets
+    /// Per plane: destination MAC then source MAC, as the Ethernet header carries them.
+    std::array<std::array<std::uint8_t, 12>, kMaxPlanes> plane_macs{};
     routing::UsidTemplate usid_template{};
 
     // ---- receiver ----
@@ -96,6 +103,8 @@ struct Qp {
     std::uint32_t rcv_window = 0;   ///< packets: mpr · 128, a power of two (mpr is one)
     std::uint64_t rcvd_bytes = 0;
     std::uint32_t ack_pending = 0;  ///< data packets since the last SACK
+    bool ack_due = false;           ///< a SACK goes out at the end of this receive burst
+    bool ack_queued = false;        ///< on the engine's list of QPs to acknowledge after the burst
     TimeNs ack_deadline = kNever;
     std::uint32_t ack_trigger_psn = 0;
     std::uint32_t ack_trigger_ev = 0;
@@ -103,8 +112,18 @@ struct Qp {
     bool ack_trigger_ecn = false;
     std::uint32_t reverse_cursor = 0;  ///< rotates SACKs over the planes
     bool sack_near_trigger = false;    ///< alternates the bitmap window when the trigger is far ahead
-    std::deque<PendingImm> imms;
-    std::deque<RecvRequest> rq;
+    Ring<PendingImm> imms;          ///< ordered by last_psn
+    Ring<RecvRequest> rq;
+
+    // ---- engine bookkeeping ----
+    bool tx_listed = false;         ///< on the engine's list of QPs with something to send
+    TimeNs timer_armed_ns = kNever; ///< deadline of this QP's entry in the engine's timer heap
+    std::uint32_t planes_epoch = 0; ///< engine plane epoch usable_mask was computed at
+    std::uint32_t usable_mask = 0;  ///< planes both ends can use (cached)
+
+    /// Earliest time this QP's timers have work.
+    [[nodiscard]] TimeNs deadline() const noexcept { return ack_deadline < next_scan_ns ? ack_deadline : next_scan_ns; }
+    [[nodiscard]] bool has_tx_work() const noexcept { return !resend.empty() || sq_unsegmented > 0; }
 
     [[nodiscard]] TxPkt& pkt(std::uint32_t psn) noexcept { return pkts[psn & pkt_mask]; }
     [[nodiscard]] bool rcv_bit(std::uint32_t psn) const noexcept {
@@ -115,6 +134,26 @@ struct Qp {
         const std::uint32_t i = psn & (rcv_window - 1);
         if (v) rcv_bitmap[i / 64] |= (1ull << (i % 64));
         else rcv_bitmap[i / 64] &= ~(1ull << (i % 64));
+    }
+    /// Clears the receive bits of the `n` (≤ 64) PSNs from `psn` on.
+    void clear_rcv_bits(std::uint32_t psn, std::uint32_t n) noexcept {
+        const std::uint32_t i = psn & (rcv_window - 1);
+        const std::uint32_t w = i / 64, sh = i % 64;
+        const std::uint32_t first = n < 64 - sh ? n : 64 - sh;
+        rcv_bitmap[w] &= ~(low_bits(first) << sh);
+        if (n > first) rcv_bitmap[(w + 1) & (rcv_window / 64 - 1)] &= ~low_bits(n - first);
+    }
+    [[nodiscard]] static constexpr std::uint64_t low_bits(std::uint32_t n) noexcept {
+        return n >= 64 ? ~0ull : (1ull << n) - 1;
+    }
+    /// Receive bits of the 64 PSNs from `psn` on, bit k = psn + k (the
+    /// window is a power of two ≥ 128, so 64 bits span at most two words).
+    [[nodiscard]] std::uint64_t rcv_bits64(std::uint32_t psn) const noexcept {
+        const std::uint32_t i = psn & (rcv_window - 1);
+        const std::uint32_t w = i / 64, sh = i % 64;
+        const std::uint64_t lo = rcv_bitmap[w] >> sh;
+        if (sh == 0) return lo;
+        return lo | (rcv_bitmap[(w + 1) & (rcv_window / 64 - 1)] << (64 - sh));
     }
 };
 

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// CPU cost of the engine per data packet, both endpoints together, in one
+// thread on a virtual clock: deterministic, no cross-core traffic, no driver.
+//
+// A pass: the sender's timers and poll_tx → the wire → the receiver's
+// on_rx_burst, timers and poll_tx (SACKs) → the wire → the sender's
+// on_rx_burst and poll_completions (completed WRITEs are posted again).
+// Virtual time advances by a fixed step per pass. The thread's CPU time over
+// the whole run, divided by the data packets delivered, is `ns_per_pkt`.
+//
+// The wire stands in for NIC DMA: it copies each frame's headers and tail into
+// a preallocated slot whose payload bytes already hold the source pattern
+// (every packet of the run carries the same bytes, checked), so the payload
+// is not copied by the wire; the receiver's placement copy into the
+// destination buffer is counted. `memcpy_ns_per_pkt` is a memcpy of one
+// packet's payload between the same buffers, measured in the same run.
+//
+//   build/release/bench/engine_cost --benchmark_format=json
+#include <benchmark/benchmark.h>
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "wire/rx_frame.hpp"
+
+namespace {
+
+using namespace omrc;
+
+constexpr std::uint8_t kPattern = 0x5A;
+
+std::uint64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+/// Receive-side placement: bounds-checked copy into one buffer.
+class Sink final : public core::PlacementTarget {
+public:
+    explicit Sink(std::size_t bytes) : buf_(bytes, 0) {}
+    core::PlaceStatus place(std::uint32_t, std::uint32_t, std::uint64_t va, std::span<const std::uint8_t> b) override {
+        const auto base = reinterpret_cast<std::uint64_t>(buf_.data());
+        if (va < base || b.size() > buf_.size() || va - base > buf_.size() - b.size())
+            return core::PlaceStatus::out_of_bounds;
+        std::memcpy(reinterpret_cast<void*>(va), b.data(), b.size());
+        return core::PlaceStatus::ok;
+    }
+    std::vector<std::uint8_t>& bytes() { return buf_; }
+
+private:
+    std::vector<std::uint8_t> buf_;
+};
+
+/// Frames from one engine to the other, one pass at a time.
+class Wire {
+public:
+    static constexpr std::size_t kSlots = 64;
+    static constexpr std::size_t kSlotBytes = 4096 + 256;
+
+    Wire(const std::uint8_t* src, std::size_t src_len) : src_(src), src_len_(src_len), buf_(kSlots * kSlotBytes, kPattern) {}
+
+    /// Copies headers and tail; the payload must come from the uniform source.
+    bool put(const wire::GatherFrame& g) {
+        if (frames_.size() == kSlots) return false;
+        std::uint8_t* slot = &buf_[frames_.size() * kSlotBytes];
+        std::memcpy(slot, g.header.data(), g.header_len);
+        std::size_t off = g.header_len;
+        for (std::size_t s = 0; s < g.segment_count; ++s) {
+            const auto* d = g.segments[s].data;
+            if (d < src_ || d + g.segments[s].len > src_ + src_len_) throw std::logic_error("payload not from the source");
+            off += g.segments[s].len;
+        }
+        std::memcpy(slot + off, g.tail.data(), g.tail_len);
+        frames_.push_back({slot, static_cast<std::uint32_t>(off + g.tail_len), g.plane});
+        return true;
+    }
+    std::span<const wire::RxFrame> frames() const { return frames_; }
+    /// After the receiver is done with the pass: the payload area is the
+    /// pattern again where a tail (pad + ICRC, ≤ 7 bytes) overwrote it.
+    void clear() {
+        for (const auto& f : frames_) std::memset(const_cast<std::uint8_t*>(f.data) + f.len - 8, kPattern, 8);
+        frames_.clear();
+    }
+
+private:
+    const std::uint8_t* src_;
+    std::size_t src_len_;
+    std::vector<std::uint8_t> buf_;
+    std::vector<wire::RxFrame> frames_;
+};
+
+struct Pair {
+    std::vector<std::uint8_t> src;
+    Sink sink;
+    std::unique_ptr<core::Engine> e[2];
+    std::uint32_t qpn[2] = {0, 0};
+    core::TimeNs now = 1'000'000;
+
+    Pair(std::size_t msg_bytes, bool icrc) : src(std::max<std::size_t>(msg_bytes, 64), kPattern), sink(std::max<std::size_t>(msg_bytes, 64)) {
+        for (int i = 0; i < 2; ++i) {
+            core::EngineConfig c;
+            c.planes = 8;
+            c.seed = static_cast<std::uint64_t>(i) + 1;
+            for (std::uint32_t p = 0; p < c.planes; ++p) c.local_macs[p] = mac(i, p);
+            c.local_addr = addr(i);
+            c.compute_icrc = c.verify_icrc = icrc;
+            e[i] = std::make_unique<core::Engine>(c, i == 1 ? &sink : nullptr);
+        }
+        for (int i = 0; i < 2; ++i) {
+            core::QpCaps caps;
+            caps.max_send_wr = 1024;
+            qpn[i] = e[i]->submit(core::CmdCreateQp{caps}, now).qpn;
+            core::QpAttr init;
+            init.access_flags = core::kAccessRemoteWrite;
+            e[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, now);
+        }
+        for (int i = 0; i < 2; ++i) {
+            core::QpAttr a;
+            a.dest_qp_num = qpn[1 - i];
+            a.dest_conn_id = e[1 - i]->qp_info(qpn[1 - i]).conn_id;
+            a.peer_addr = addr(1 - i);
+            for (std::uint32_t p = 0; p < 8; ++p) a.peer_macs[p] = mac(1 - i, p);
+            a.policy = core::PathPolicy::adaptive;
+            a.evs = 128;
+            a.mpr = 32;
+            a.cc.algorithm = core::CcAlgorithm::fixed;
+            a.cc.fixed_window_bytes = 16u << 20;
+            if (e[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a,
+                                               core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu |
+                                                   core::kAttrMpr},
+                             now).err != 0 ||
+                e[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, core::kAttrSqPsn | core::kAttrCc}, now).err != 0)
+                throw std::runtime_error("connect failed");
+        }
+    }
+    static wire::MacAddr mac(int endpoint, std::uint32_t plane) {
+        return {0x02, 0x6d, 0x72, 0x63, static_cast<std::uint8_t>(plane), static_cast<std::uint8_t>(endpoint)};
+    }
+    static wire::Ipv6Addr addr(int i) {
+        wire::Ipv6Addr a{0xfd, 0x00};
+        a[15] = static_cast<std::uint8_t>(i + 1);
+        return a;
+    }
+};
+
+struct RunResult {
+    std::uint64_t cpu_ns = 0;
+    std::uint64_t data_pkts = 0;
+    std::uint64_t ctrl_pkts = 0;
+};
+
+/// Sends `messages` WRITEs of `msg_bytes` with `depth` outstanding.
+RunResult run(Pair& p, std::size_t msg_bytes, std::size_t messages, std::size_t depth) {
+    Wire ab(p.src.data(), p.src.size()), ba(p.src.data(), p.src.size());
+    std::vector<wire::GatherFrame> tx(Wire::kSlots);
+    std::vector<core::Completion> wc(256);
+    const auto before = p.e[1]->stats().rx_frames;
+    const auto ctrl_before = p.e[1]->stats().tx_ctrl_frames;
+    std::size_t posted = 0, completed = 0;
+    core::SendRequest r;
+    r.remote_addr = reinterpret_cast<std::uint64_t>(p.sink.bytes().data());
+    r.rkey = 1;
+    r.sge_count = 1;
+    r.sges[0] = {p.src.data(), static_cast<std::uint32_t>(msg_bytes)};
+    const std::uint64_t t0 = thread_cpu_ns();
+    std::uint64_t idle = 0;
+    while (completed < messages) {
+        p.now += 100;
+        while (posted < messages && posted - completed < depth) {
+            r.wr_id = posted;
+            if (p.e[0]->submit(core::CmdPostSend{p.qpn[0], std::span(&r, 1)}, p.now).err != 0) break;
+            ++posted;
+        }
+        // Sender → receiver.
+        core::Engine& a = *p.e[0];
+        core::Engine& b = *p.e[1];
+        if (a.next_wakeup() <= p.now) a.on_timer(p.now);
+        const std::size_t n = a.poll_tx(tx, p.now);
+        for (std::size_t k = 0; k < n; ++k) ab.put(tx[k]);
+        b.on_rx_burst(ab.frames(), p.now);
+        ab.clear();
+        if (b.next_wakeup() <= p.now) b.on_timer(p.now);
+        // Receiver → sender.
+        const std::size_t m = b.poll_tx(tx, p.now);
+        for (std::size_t k = 0; k < m; ++k) ba.put(tx[k]);
+        a.on_rx_burst(ba.frames(), p.now);
+        ba.clear();
+        std::size_t c = 0;
+        while ((c = a.poll_completions(wc)) > 0) {
+            for (std::size_t k = 0; k < c; ++k)
+                if (wc[k].status != core::WcStatus::success) throw std::runtime_error("WRITE failed");
+            completed += c;
+        }
+        idle = (n == 0 && m == 0) ? idle + 1 : 0;
+        if (idle > 1'000'000) throw std::runtime_error("no progress");
+    }
+    RunResult res;
+    res.cpu_ns = thread_cpu_ns() - t0;
+    res.data_pkts = p.e[1]->stats().rx_frames - before;
+    res.ctrl_pkts = p.e[1]->stats().tx_ctrl_frames - ctrl_before;
+    return res;
+}
+
+/// memcpy of `bytes` per packet between the source and the sink, `pkts` times.
+double memcpy_ns_per_pkt(Pair& p, std::size_t bytes, std::size_t pkts) {
+    const std::size_t span = std::min(p.src.size(), p.sink.bytes().size());
+    const std::uint64_t t0 = thread_cpu_ns();
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < pkts; ++i) {
+        if (off + bytes > span) off = 0;
+        std::memcpy(p.sink.bytes().data() + off, p.src.data() + off, bytes);
+        benchmark::ClobberMemory();
+        off += bytes;
+    }
+    return static_cast<double>(thread_cpu_ns() - t0) / static_cast<double>(pkts);
+}
+
+/// range(0): message bytes (8 = one 8-byte packet per message; 1 MiB = 256
+/// frames of 4 KiB payload); range(1): software ICRC on both ends.
+void BM_engine_cost(benchmark::State& st) {
+    const auto msg = static_cast<std::size_t>(st.range(0));
+    const bool icrc = st.range(1) != 0;
+    Pair p(msg, icrc);
+    const std::size_t payload = std::min<std::size_t>(msg, 4096);
+    const std::size_t messages = msg <= 4096 ? 400'000 : 400;
+    const std::size_t depth = msg <= 4096 ? 256 : 8;
+    RunResult total;
+    double memcpy_ns = 0;
+    std::size_t runs = 0;
+    for (auto _ : st) {
+        const RunResult r = run(p, msg, messages, depth);
+        total.cpu_ns += r.cpu_ns;
+        total.data_pkts += r.data_pkts;
+        total.ctrl_pkts += r.ctrl_pkts;
+        memcpy_ns += memcpy_ns_per_pkt(p, payload, static_cast<std::size_t>(r.data_pkts));
+        ++runs;
+    }
+    if (std::any_of(p.sink.bytes().begin(), p.sink.bytes().begin() + static_cast<std::ptrdiff_t>(msg),
+                    [](std::uint8_t b) { return b != kPattern; }))
+        st.SkipWithError("destination differs from the source");
+    for (const auto& e : p.e)
+        for (auto w : e->stats().rx_wire_errors)
+            if (w != 0) st.SkipWithError("frames rejected by the parser");
+    st.counters["ns_per_pkt"] = static_cast<double>(total.cpu_ns) / static_cast<double>(total.data_pkts);
+    st.counters["memcpy_ns_per_pkt"] = memcpy_ns / static_cast<double>(runs);
+    st.counters["sacks_per_pkt"] = static_cast<double>(total.ctrl_pkts) / static_cast<double>(total.data_pkts);
+    st.counters["data_pkts"] = static_cast<double>(total.data_pkts);
+}
+
+}  // namespace
+
+BENCHMARK(BM_engine_cost)
+    ->Args({8, 0})
+    ->Args({8, 1})
+    ->Args({1 << 20, 0})
+    ->Args({1 << 20, 1})
+    ->ArgNames({"msg_bytes", "icrc"})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_MAIN();
