@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The per-frame path of the loopback fabric: the driver class, the transmit
 // pipeline (routing, port state, impairments, output queue, delay) and the
-// receive side (rings → delivery heap → rx_burst). No lock is taken here.
+// receive side (ring slots or the delivery heap → rx_burst). No lock is
+// taken here.
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -99,29 +100,7 @@ void Fabric::Impl::advance(std::uint64_t now_ns) {
     }
 }
 
-void Fabric::Impl::deliver(Link& l, std::uint32_t src, std::uint32_t dst, std::uint8_t plane,
-                           std::span<const std::uint8_t> frame, std::uint64_t deliver_ns, bool duplicate) {
-    bool ok = true;
-    if (real_time()) {
-        ok = rings[std::size_t{src} * cfg.endpoints + dst]->try_push(deliver_ns, plane, frame);
-    } else {
-        Receiver& rx = endpoints[dst]->rx;
-        std::uint32_t b = 0;
-        rx.take(static_cast<std::uint32_t>(frame.size()), true, b);
-        std::copy(frame.begin(), frame.end(), rx.bufs[b].data);
-        rx.push(RxEntry{deliver_ns, send_seq++, b, static_cast<std::uint32_t>(frame.size()), plane});
-    }
-    if (!ok) {
-        l.counters.ring_full.add();
-        endpoints[src]->tx_dropped_full.add();
-    } else if (duplicate) {
-        l.counters.duplicated.add();
-    } else {
-        l.counters.delivered.add();
-    }
-}
-
-void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns) {
+bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns) {
     Endpoint& ep = *endpoints[src];
     // A malformed gather list (counts beyond its arrays) is rejected before size() reads it.
     const bool well_formed = gf.header_len <= gf.header.size() && gf.segment_count <= gf.segments.size() &&
@@ -129,22 +108,33 @@ void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
     std::size_t len = well_formed ? gf.size() : 0;
     if (!well_formed || gf.plane >= cfg.planes || len == 0 || len > cfg.max_frame_bytes) {
         ep.invalid_frames.add();
-        return;
+        return true;
     }
-    std::span<std::uint8_t> f(ep.scratch.data(), len);
-    copy_frame(gf, f);
     const std::uint8_t plane = gf.plane;
+    // The destination comes from the Ethernet header, before any copy.
+    std::span<const std::uint8_t> head(gf.header.data(), gf.header_len);
+    if (head.size() < wire::EthHdr::kSize) {
+        copy_frame(gf, {ep.scratch.data(), len});
+        head = {ep.scratch.data(), len};
+    }
+    const int routed = route(head, plane, cfg.endpoints);
     const bool src_up = port_up(src, plane);
+    SpscRing* ring = nullptr;
+    std::uint8_t* slot = nullptr;
+    if (routed >= 0 && real_time()) {
+        ring = rings[std::size_t{src} * cfg.endpoints + static_cast<std::uint32_t>(routed)].get();
+        slot = ring->reserve();
+        if (slot == nullptr && cfg.ring_backpressure) return false;
+    }
     if (src_up) {
         ep.tx_frames.add();
         ep.tx_bytes.add(len);
     } else {
         ep.tx_dropped_link_down.add();
     }
-    const int routed = route(f, plane, cfg.endpoints);
     if (routed < 0) {
         if (src_up) ep.unknown_destination.add();
-        return;
+        return true;
     }
     const auto dst = static_cast<std::uint32_t>(routed);
     Link& l = link(src, dst, plane);
@@ -152,8 +142,29 @@ void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
     // A detached endpoint is a NIC that is gone: like a port that is down.
     if (!src_up || !port_up(dst, plane) || !endpoints[dst]->attached.load(std::memory_order_acquire)) {
         c.link_down.add();
-        return;
+        return true;
     }
+    Receiver& rx = endpoints[dst]->rx;  // touched here in virtual_clock mode only (one thread)
+    std::uint32_t buf = 0;
+    if (real_time()) {
+        if (slot == nullptr) {
+            c.ring_full.add();
+            ep.tx_dropped_full.add();
+            return true;
+        }
+    } else {
+        rx.take(static_cast<std::uint32_t>(len), true, buf);
+        slot = rx.bufs[buf].data;
+    }
+    // The one copy: gathered straight into the ring slot (or receive buffer)
+    // and impaired in place. A frame dropped below is simply not published.
+    std::span<std::uint8_t> f(slot, len);
+    copy_frame(gf, f);
+    auto drop = [&](Counter& why) {
+        why.add();
+        if (!real_time()) rx.free.push_back(buf);
+        return true;
+    };
 
     const FrameInfo fi = inspect_frame(f);
     auto rng = [&l](Stream s) -> Rng& { return l.rng[static_cast<std::size_t>(s)]; };
@@ -162,27 +173,17 @@ void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
     std::uint64_t duplicate_delay_ns = 0;
     if (const Impairment* imp = l.imp.load(std::memory_order_acquire)) {
         if (selected(imp->blackhole_select, fi)) {
-            if (imp->blackhole) {
-                c.blackholed.add();
-                return;
-            }
-            if (fi.has_udp && std::binary_search(imp->blackhole_evs.begin(), imp->blackhole_evs.end(), fi.ev)) {
-                c.blackholed_ev.add();
-                return;
-            }
+            if (imp->blackhole) return drop(c.blackholed);
+            if (fi.has_udp && std::binary_search(imp->blackhole_evs.begin(), imp->blackhole_evs.end(), fi.ev))
+                return drop(c.blackholed_ev);
         }
-        if (imp->loss.rate > 0 && selected(imp->loss.select, fi) && rng(Stream::loss).bernoulli(imp->loss.rate)) {
-            c.lost_random.add();
-            return;
-        }
+        if (imp->loss.rate > 0 && selected(imp->loss.select, fi) && rng(Stream::loss).bernoulli(imp->loss.rate))
+            return drop(c.lost_random);
         const BurstLoss& ge = imp->burst_loss;
         if (ge.enabled() && selected(ge.select, fi)) {
             Rng& r = rng(Stream::burst);
             l.burst_bad = l.burst_bad ? !r.bernoulli(ge.p_bad_to_good) : r.bernoulli(ge.p_good_to_bad);
-            if (r.bernoulli(l.burst_bad ? ge.loss_bad : ge.loss_good)) {
-                c.lost_burst.add();
-                return;
-            }
+            if (r.bernoulli(l.burst_bad ? ge.loss_bad : ge.loss_good)) return drop(c.lost_burst);
         }
         if (imp->corrupt.rate > 0 && selected(imp->corrupt.select, fi) &&
             rng(Stream::corrupt).bernoulli(imp->corrupt.rate)) {
@@ -213,10 +214,7 @@ void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
             l.busy_until_ns > now_ns ? backlog_bytes(l.busy_until_ns - now_ns, q.rate_bps) : 0;
         bool bypass = false;  // trimmed header: priority, does not wait behind the backlog
         if (backlog > q.limit_bytes || q.limit_bytes - backlog < len) {
-            if (q.overflow != OverflowPolicy::trim || !fi.is_data) {
-                c.queue_dropped.add();
-                return;
-            }
+            if (q.overflow != OverflowPolicy::trim || !fi.is_data) return drop(c.queue_dropped);
             len = trimmed_length(fi, len, q.trim_bytes);
             f = f.first(len);
             set_first_dscp(f, q.trimmed_dscp);
@@ -236,38 +234,95 @@ void Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
         }
     }
     const std::uint64_t deliver_ns = depart_ns + cfg.link_delay_ns + extra_delay_ns;
-    deliver(l, src, dst, plane, f, deliver_ns, false);
-    if (duplicate) deliver(l, src, dst, plane, f, deliver_ns + duplicate_delay_ns, true);
+    const auto flen = static_cast<std::uint32_t>(len);
+    if (real_time()) {
+        ring->commit(deliver_ns, plane, flen);
+    } else {
+        rx.push(RxEntry{deliver_ns, send_seq++, buf, flen, plane});
+    }
+    c.delivered.add();
+    if (!duplicate) return true;
+    // The copy comes from the frame just queued: only the sender writes ring
+    // slots, so its bytes stay as they are even once it has been received.
+    std::uint8_t* dup = nullptr;
+    std::uint32_t dup_buf = 0;
+    if (real_time()) {
+        dup = ring->reserve();
+    } else {
+        rx.take(flen, true, dup_buf);
+        dup = rx.bufs[dup_buf].data;
+    }
+    if (dup == nullptr) {
+        c.ring_full.add();
+        ep.tx_dropped_full.add();
+        return true;
+    }
+    std::memcpy(dup, f.data(), flen);
+    if (real_time()) {
+        ring->commit(deliver_ns + duplicate_delay_ns, plane, flen);
+    } else {
+        rx.push(RxEntry{deliver_ns + duplicate_delay_ns, send_seq++, dup_buf, flen, plane});
+    }
+    c.duplicated.add();
+    return true;
+}
+
+void Fabric::Impl::release_lent(std::uint32_t endpoint) {
+    Receiver& rx = endpoints[endpoint]->rx;
+    for (std::uint32_t b : rx.lent) rx.free.push_back(b);
+    rx.lent.clear();
+    for (std::uint32_t src = 0; src < rx.ring_lent.size(); ++src) {
+        if (rx.ring_lent[src] == 0) continue;
+        rings[std::size_t{src} * cfg.endpoints + endpoint]->pop(rx.ring_lent[src]);
+        rx.ring_lent[src] = 0;
+    }
 }
 
 std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::span<driver::RxFrame> out, std::uint64_t now_ns) {
     Endpoint& ep = *endpoints[endpoint];
     Receiver& rx = ep.rx;
-    for (std::uint32_t b : rx.lent) rx.free.push_back(b);
-    rx.lent.clear();
-    if (real_time()) {
-        const std::uint32_t n = cfg.endpoints;
-        for (std::uint32_t k = 0; k < n && !rx.free.empty(); ++k) {
-            const std::uint32_t src = (rx.drain_start + k) % n;
-            SpscRing& ring = *rings[std::size_t{src} * n + endpoint];
-            SpscRing::View v;
-            std::uint32_t b = 0;
-            while (ring.peek(v) && rx.take(static_cast<std::uint32_t>(v.bytes.size()), false, b)) {
-                std::copy(v.bytes.begin(), v.bytes.end(), rx.bufs[b].data);
-                rx.push(RxEntry{v.deliver_ns, rx.drain_seq++, b, static_cast<std::uint32_t>(v.bytes.size()), v.plane});
-                ring.pop();
-            }
-        }
-        rx.drain_start = (rx.drain_start + 1) % n;
-    }
+    release_lent(endpoint);
     std::size_t count = 0;
-    while (count < out.size() && !rx.heap.empty() && rx.heap.front().deliver_ns <= now_ns) {
-        const RxEntry e = rx.pop();
-        out[count++] = driver::RxFrame{rx.bufs[e.buf].data, e.len, e.plane};
-        rx.lent.push_back(e.buf);
+    auto emit = [&](const std::uint8_t* data, std::uint32_t len, std::uint8_t plane) {
+        out[count++] = driver::RxFrame{data, len, plane};
         ep.rx_frames.add();
-        ep.rx_bytes.add(e.len);
+        ep.rx_bytes.add(len);
+    };
+    auto emit_due_from_pool = [&] {
+        while (count < out.size() && !rx.heap.empty() && rx.heap.front().deliver_ns <= now_ns) {
+            const RxEntry e = rx.pop();
+            emit(rx.bufs[e.buf].data, e.len, e.plane);
+            rx.lent.push_back(e.buf);
+        }
+    };
+    emit_due_from_pool();  // parked frames left their rings earlier: they go first
+    if (!real_time()) return count;
+    const std::uint32_t n = cfg.endpoints;
+    for (std::uint32_t k = 0; k < n; ++k) {
+        const std::uint32_t src = (rx.drain_start + k) % n;
+        SpscRing& ring = *rings[std::size_t{src} * n + endpoint];
+        std::uint32_t lent = 0;  // frames handed out in place from this ring
+        SpscRing::View v;
+        while (ring.peek_at(lent, v)) {
+            if (v.deliver_ns <= now_ns) {
+                if (count == out.size()) break;
+                emit(v.bytes.data(), static_cast<std::uint32_t>(v.bytes.size()), v.plane);
+                ++lent;
+                continue;
+            }
+            // Not due. Behind frames already lent, or with nothing behind it
+            // that could be due earlier, it waits in the ring.
+            if (lent > 0 || ring.time_ordered_after(0)) break;
+            // A later frame may overtake it: park it in the pool.
+            std::uint32_t b = 0;
+            if (!rx.take(static_cast<std::uint32_t>(v.bytes.size()), false, b)) break;
+            std::copy(v.bytes.begin(), v.bytes.end(), rx.bufs[b].data);
+            rx.push(RxEntry{v.deliver_ns, rx.drain_seq++, b, static_cast<std::uint32_t>(v.bytes.size()), v.plane});
+            ring.pop();
+        }
+        rx.ring_lent[src] = lent;
     }
+    rx.drain_start = (rx.drain_start + 1) % n;
     return count;
 }
 
@@ -276,8 +331,9 @@ std::uint64_t Fabric::Impl::next_delivery_ns(std::uint32_t endpoint) const {
     if (real_time()) {
         const std::uint32_t n = cfg.endpoints;
         SpscRing::View v;
-        for (std::uint32_t src = 0; src < n; ++src)
-            if (rings[std::size_t{src} * n + endpoint]->peek(v)) t = std::min(t, v.deliver_ns);
+        const Receiver& rx = endpoints[endpoint]->rx;
+        for (std::uint32_t src = 0; src < n; ++src)  // frames already handed out do not count
+            if (rings[std::size_t{src} * n + endpoint]->peek_at(rx.ring_lent[src], v)) t = std::min(t, v.deliver_ns);
     } else if (!schedule.empty()) {
         t = std::min(t, schedule.begin()->first);
     }
@@ -294,13 +350,12 @@ public:
     ~LoopbackDriver() override {
         Endpoint& ep = *f_.endpoints[e_];
         ep.attached.store(false, std::memory_order_release);
+        f_.release_lent(e_);
         if (!f_.real_time()) {
             // Frames still on their way to this endpoint have no receiver any more.
             Receiver& rx = ep.rx;
             for (const RxEntry& e : rx.heap) rx.free.push_back(e.buf);
-            for (std::uint32_t b : rx.lent) rx.free.push_back(b);
             rx.heap.clear();
-            rx.lent.clear();
         }
     }
     LoopbackDriver(const LoopbackDriver&) = delete;
@@ -316,9 +371,10 @@ public:
 
     std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override {
         if (!f_.real_time()) f_.advance(now_ns);
-        for (const wire::GatherFrame& gf : frames) f_.transmit(e_, gf, now_ns);
-        f_.endpoints[e_]->tx_released += frames.size();
-        return frames.size();
+        std::size_t accepted = 0;
+        while (accepted < frames.size() && f_.transmit(e_, frames[accepted], now_ns)) ++accepted;
+        f_.endpoints[e_]->tx_released += accepted;
+        return accepted;
     }
 
     [[nodiscard]] std::uint64_t tx_release_count() const override { return f_.endpoints[e_]->tx_released; }

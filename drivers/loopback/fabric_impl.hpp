@@ -84,6 +84,9 @@ struct Receiver {
     std::vector<Buf> bufs;
     std::vector<std::uint32_t> free;        ///< indices of unused bufs
     std::vector<std::uint32_t> lent;        ///< indices handed out by the last rx_burst
+    /// real_time, per source endpoint: frames the last rx_burst handed out
+    /// straight from the (source, this) ring, popped at the next rx_burst.
+    std::vector<std::uint32_t> ring_lent;
     std::vector<RxEntry> heap;              ///< min-heap on (deliver_ns, seq)
     std::uint64_t drain_seq = 0;            ///< real_time: next RxEntry::seq
     std::uint32_t drain_start = 0;          ///< real_time: first source ring drained next (round robin)
@@ -155,9 +158,10 @@ struct Fabric::Impl {
 
     // Data path (datapath.cpp).
     void advance(std::uint64_t now_ns);
-    void transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns);
-    void deliver(Link& link, std::uint32_t src, std::uint32_t dst, std::uint8_t plane,
-                 std::span<const std::uint8_t> frame, std::uint64_t deliver_ns, bool duplicate);
+    /// Sends one frame; false when it was refused (real_time with
+    /// ring_backpressure and a full ring): nothing was counted then.
+    bool transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns);
+    void release_lent(std::uint32_t endpoint);
     std::size_t receive(std::uint32_t endpoint, std::span<driver::RxFrame> out, std::uint64_t now_ns);
     [[nodiscard]] std::uint64_t next_delivery_ns(std::uint32_t endpoint) const;
 };

@@ -70,6 +70,7 @@ Fabric::Impl::Impl(const FabricConfig& c) : cfg(c) {
         ep->scratch.resize(cfg.max_frame_bytes);
         Receiver& rx = ep->rx;
         if (real_time()) {
+            rx.ring_lent.assign(n, 0);
             // Everything the data path needs is allocated here, never later.
             rx.block = std::make_unique_for_overwrite<std::uint8_t[]>(std::size_t{cfg.rx_pool_frames} *
                                                                      cfg.max_frame_bytes);
@@ -149,10 +150,6 @@ void Fabric::Impl::apply(const ScheduledChange& ch) {
 
 Fabric::Fabric(const FabricConfig& config) : impl_(std::make_unique<Impl>(config)) {}
 Fabric::~Fabric() = default;
-
-wire::MacAddr Fabric::mac(std::uint32_t endpoint, std::uint32_t plane) noexcept {
-    return {0x02, 0x6d, 0x72, 0x63, static_cast<std::uint8_t>(plane), static_cast<std::uint8_t>(endpoint)};
-}
 
 const FabricConfig& Fabric::config() const noexcept { return impl_->cfg; }
 

@@ -29,11 +29,18 @@
 //    tx_burst/rx_burst calls first with its own now_ns.
 //  * ClockMode::real_time — one application thread per endpoint; the fabric
 //    creates no threads. Frames travel through a lock-free SPSC ring per
-//    (src, dst) endpoint pair with preallocated slots of max_frame_bytes
-//    (full ring → dropped, counted ring_full and DriverStats::tx_dropped_full).
-//    Each receiver moves ring frames into a preallocated pool of
-//    rx_pool_frames buffers ordered by a min-heap on delivery time; when the
-//    pool is full it leaves frames in the rings (backpressure), so
+//    (src, dst) endpoint pair with preallocated slots of max_frame_bytes.
+//    The sender gathers each frame straight into its ring slot and applies
+//    the impairments there (one copy); a full ring drops the frame (counted
+//    ring_full and DriverStats::tx_dropped_full) or, with ring_backpressure,
+//    refuses it: tx_burst then accepts a prefix, as a NIC with a full
+//    transmit queue does. The receiver hands frames that are due out as
+//    views into the ring slots (no copy) and frees the slots at its next
+//    rx_burst. A frame not due yet stays in its ring unless a later frame of
+//    the same ring would be due before it (jitter, a delay change): then it
+//    moves into a preallocated pool of rx_pool_frames buffers ordered by a
+//    min-heap on delivery time (a second copy, only on that path). When the
+//    pool is full frames stay in the rings (backpressure), so
 //    DriverStats::rx_dropped_full stays 0. now_ns must come from one clock
 //    shared by all threads (e.g. steady_clock).
 //
@@ -100,6 +107,9 @@ struct FabricConfig {
     std::uint32_t max_frame_bytes = 9216; ///< larger frames are dropped (invalid_frames); 64..65536
     std::uint32_t ring_slots = 1024;      ///< real_time: slots per (src, dst) ring; power of two
     std::uint32_t rx_pool_frames = 1024;  ///< real_time: frames a receiver holds ahead of delivery; ≥ 1
+    /// real_time: a full ring refuses frames (tx_burst accepts a prefix)
+    /// instead of dropping them.
+    bool ring_backpressure = false;
 };
 
 /// Counters of one link direction (src → dst, plane). Every frame that
@@ -142,7 +152,9 @@ public:
     Fabric& operator=(const Fabric&) = delete;
 
     /// 02:6d:72:63:PP:EE — PP = plane, EE = endpoint (both taken mod 256).
-    [[nodiscard]] static wire::MacAddr mac(std::uint32_t endpoint, std::uint32_t plane) noexcept;
+    [[nodiscard]] static constexpr wire::MacAddr mac(std::uint32_t endpoint, std::uint32_t plane) noexcept {
+        return {0x02, 0x6d, 0x72, 0x63, static_cast<std::uint8_t>(plane), static_cast<std::uint8_t>(endpoint)};
+    }
 
     [[nodiscard]] const FabricConfig& config() const noexcept;
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Lock-free single-producer / single-consumer ring of fixed-size frame slots,
-// all preallocated. One producer thread calls try_push(); one consumer thread
-// calls peek()/pop(). Indices are free-running 64-bit counters (never wrap in
+// all preallocated. One producer thread calls reserve()/commit() (the frame
+// is written straight into its slot) or try_push(); one consumer thread
+// calls peek_at()/pop() and may read several unread slots in place before
+// popping them. Indices are free-running 64-bit counters (never wrap in
 // practice); the producer publishes a slot with a release store of `head_`,
 // the consumer frees it with a release store of `tail_`; each side reads the
 // other's index with acquire and caches it to avoid touching the shared line.
@@ -40,26 +42,45 @@ public:
     [[nodiscard]] std::uint32_t capacity() const noexcept { return mask_ + 1; }
     [[nodiscard]] std::uint32_t slot_bytes() const noexcept { return slot_bytes_; }
 
-    /// Producer: copies `bytes` (≤ slot_bytes()) into the next slot. False when full.
-    bool try_push(std::uint64_t deliver_ns, std::uint8_t plane, std::span<const std::uint8_t> bytes) noexcept {
+    /// Producer: the next free slot (slot_bytes() writable bytes), or null
+    /// when the ring is full. The slot is published only by commit(); a
+    /// reserved slot that is not committed is simply reused by the next
+    /// reserve() (dropping a frame after copying it costs nothing).
+    [[nodiscard]] std::uint8_t* reserve() noexcept {
         const std::uint64_t h = head_.load(std::memory_order_relaxed);
         if (h - cached_tail_ > mask_) {
             cached_tail_ = tail_.load(std::memory_order_acquire);
-            if (h - cached_tail_ > mask_) return false;
+            if (h - cached_tail_ > mask_) return nullptr;
         }
-        const std::size_t i = h & mask_;
-        meta_[i] = Meta{deliver_ns, static_cast<std::uint32_t>(bytes.size()), plane};
-        if (!bytes.empty()) std::memcpy(&data_[i * slot_bytes_], bytes.data(), bytes.size());
+        return &data_[(h & mask_) * slot_bytes_];
+    }
+
+    /// Producer: publishes the slot reserve() returned, holding `len` bytes.
+    /// Tracks whether the frame is delivered earlier than a frame committed
+    /// before it (see time_ordered_after()).
+    void commit(std::uint64_t deliver_ns, std::uint8_t plane, std::uint32_t len) noexcept {
+        const std::uint64_t h = head_.load(std::memory_order_relaxed);
+        if (deliver_ns < max_deliver_ns_) last_overtaker_ = h + 1;
+        else max_deliver_ns_ = deliver_ns;
+        meta_[h & mask_] = Meta{deliver_ns, last_overtaker_, len, plane};
         head_.store(h + 1, std::memory_order_release);
+    }
+
+    /// Producer: copies `bytes` (≤ slot_bytes()) into the next slot. False when full.
+    bool try_push(std::uint64_t deliver_ns, std::uint8_t plane, std::span<const std::uint8_t> bytes) noexcept {
+        std::uint8_t* slot = reserve();
+        if (slot == nullptr) return false;
+        if (!bytes.empty()) std::memcpy(slot, bytes.data(), bytes.size());
+        commit(deliver_ns, plane, static_cast<std::uint32_t>(bytes.size()));
         return true;
     }
 
-    /// Consumer: the oldest frame, if any.
-    bool peek(View& out) const noexcept {
-        const std::uint64_t t = tail_.load(std::memory_order_relaxed);
-        if (t == cached_head_) {
+    /// Consumer: the k-th unread frame (0 = oldest), if published.
+    bool peek_at(std::uint64_t k, View& out) const noexcept {
+        const std::uint64_t t = tail_.load(std::memory_order_relaxed) + k;
+        if (t >= cached_head_) {
             cached_head_ = head_.load(std::memory_order_acquire);
-            if (t == cached_head_) return false;
+            if (t >= cached_head_) return false;
         }
         const std::size_t i = t & mask_;
         out.deliver_ns = meta_[i].deliver_ns;
@@ -68,12 +89,30 @@ public:
         return true;
     }
 
-    /// Consumer: releases the frame peek() returned.
-    void pop() noexcept { tail_.store(tail_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+    /// Consumer: the oldest frame, if any.
+    bool peek(View& out) const noexcept { return peek_at(0, out); }
+
+    /// Consumer: true when no published frame after the k-th unread one is
+    /// delivered earlier than some frame before it, so if the k-th is not
+    /// due yet, none after it is (the common case of a constant link delay:
+    /// the receiver can leave the frames where they are). Call after a
+    /// peek_at() that succeeded; judged on the frames published at that time.
+    [[nodiscard]] bool time_ordered_after(std::uint64_t k) const noexcept {
+        const std::uint64_t t = tail_.load(std::memory_order_relaxed) + k;
+        return meta_[(cached_head_ - 1) & mask_].last_overtaker <= t + 1;
+    }
+
+    /// Consumer: releases the `n` oldest frames (n ≤ frames published).
+    void pop(std::uint64_t n = 1) noexcept {
+        tail_.store(tail_.load(std::memory_order_relaxed) + n, std::memory_order_release);
+    }
 
 private:
     struct Meta {
         std::uint64_t deliver_ns = 0;
+        /// 1 + index of the latest frame, up to this one, delivered earlier
+        /// than a frame committed before it; 0 = none so far.
+        std::uint64_t last_overtaker = 0;
         std::uint32_t len = 0;
         std::uint8_t plane = 0;
     };
@@ -85,6 +124,8 @@ private:
     std::unique_ptr<std::uint8_t[]> data_;  ///< slots × slot_bytes_, slot i at i * slot_bytes_
     alignas(kLine) std::atomic<std::uint64_t> head_{0};  ///< next slot to fill (producer writes)
     std::uint64_t cached_tail_ = 0;                      ///< producer's last view of tail_
+    std::uint64_t max_deliver_ns_ = 0;                   ///< producer: latest delivery time committed, ns
+    std::uint64_t last_overtaker_ = 0;                   ///< producer: see Meta::last_overtaker
     alignas(kLine) std::atomic<std::uint64_t> tail_{0};  ///< next slot to read (consumer writes)
     mutable std::uint64_t cached_head_ = 0;              ///< consumer's last view of head_
 };

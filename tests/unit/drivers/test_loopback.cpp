@@ -901,7 +901,7 @@ TEST_CASE("Fabric::real_time__ring_full_drops_counted", "[unit][loopback]") {
     const auto lc = fab.link_counters(0, 1, 0);
     CHECK(lc.ring_full == 136);
     CHECK(lc.delivered == 64);
-    const auto got = receive(*d1, 1);  // the pool (16) applies backpressure to the ring
+    const auto got = receive(*d1, 1);  // handed out in place from the ring (the pool is not used)
     REQUIRE(got.size() == 64);
     for (std::uint32_t i = 0; i < 64; ++i) CHECK(psn_of(got[i].bytes) == i);
     send(*d0, data_frame(0, 1, 0, 0x1000A000, 999), 0, 2);  // room again
@@ -909,6 +909,41 @@ TEST_CASE("Fabric::real_time__ring_full_drops_counted", "[unit][loopback]") {
     REQUIRE(again.size() == 1);
     CHECK(psn_of(again[0].bytes) == 999);
     CHECK(d1->stats().rx_frames == 65);
+}
+
+TEST_CASE("Fabric::real_time__ring_backpressure_accepts_a_prefix", "[unit][loopback]") {
+    FabricConfig c = virtual_config(2, 1, 0);
+    c.mode = ClockMode::real_time;
+    c.max_frame_bytes = 256;
+    c.ring_slots = 64;
+    c.rx_pool_frames = 16;
+    c.ring_backpressure = true;
+    Fabric fab(c);
+    auto d0 = fab.attach(0);
+    auto d1 = fab.attach(1);
+    std::vector<Bytes> frames;
+    std::vector<wire::GatherFrame> burst;
+    for (std::uint32_t i = 0; i < 100; ++i) frames.push_back(data_frame(0, 1, 0, 0x1000A000, i));
+    for (const Bytes& b : frames) burst.push_back(gather(b, 0));
+    // A full ring refuses the rest of the burst: nothing dropped, nothing counted for it.
+    CHECK(d0->tx_burst(burst, 0) == 64);
+    CHECK(d0->tx_release_count() == 64);
+    CHECK(d0->stats().tx_dropped_full == 0);
+    CHECK(d0->stats().tx_frames == 64);
+    CHECK(fab.link_counters(0, 1, 0).ring_full == 0);
+    CHECK(d0->tx_burst(std::span(burst).subspan(64), 0) == 0);
+    // Frames lent in place keep their slots until the receiver's next rx_burst.
+    std::array<driver::RxFrame, 64> rx;
+    REQUIRE(d1->rx_burst(rx, 1) == 64);
+    const Bytes first(rx[0].data, rx[0].data + rx[0].len);
+    CHECK(d0->tx_burst(std::span(burst).subspan(64), 1) == 0);
+    CHECK(first == frames[0]);
+    CHECK(d1->rx_burst(rx, 1) == 0);  // releases the 64 slots
+    CHECK(d0->tx_burst(std::span(burst).subspan(64), 2) == 36);
+    const auto got = receive(*d1, 3);
+    REQUIRE(got.size() == 36);
+    for (std::uint32_t i = 0; i < 36; ++i) CHECK(got[i].bytes == frames[64 + i]);
+    CHECK(d0->stats().tx_dropped_full == 0);
 }
 
 TEST_CASE("Fabric::real_time__two_threads_exchange_frames", "[unit][loopback]") {
@@ -921,8 +956,8 @@ TEST_CASE("Fabric::real_time__two_threads_exchange_frames", "[unit][loopback]") 
     c.rx_pool_frames = kSlots;
     Fabric fab(c);
     std::array<std::unique_ptr<driver::Driver>, 2> d{fab.attach(0), fab.attach(1)};
-    std::array<std::atomic<std::uint64_t>, 2> received{};  // per receiving endpoint
-    std::array<std::uint64_t, 2> errors{};
+    std::array<std::atomic<std::uint64_t>, 2> received{};  // per receiving endpoint: frames whose slots it freed
+    std::array<std::uint64_t, 2> errors{}, total_got{};
     const auto start = std::chrono::steady_clock::now();
     auto now_ns = [start] {
         return static_cast<std::uint64_t>(
@@ -952,6 +987,9 @@ TEST_CASE("Fabric::real_time__two_threads_exchange_frames", "[unit][loopback]") 
                 burst[i].segments[1] = {reinterpret_cast<const std::uint8_t*>(&seqs[i]), 8};
             }
             if (n > 0) sent += d[me]->tx_burst({burst.data(), n}, now_ns());
+            // rx_burst frees the ring slots of the frames it handed out last
+            // time (they are lent in place): only those leave the window.
+            const std::uint64_t released = got;
             const std::size_t m = d[me]->rx_burst(rx, now_ns());
             for (std::size_t i = 0; i < m; ++i, ++got) {
                 std::uint64_t seq = 0;
@@ -963,16 +1001,17 @@ TEST_CASE("Fabric::real_time__two_threads_exchange_frames", "[unit][loopback]") 
                 std::memcpy(&seq, rx[i].data + expect.size(), 8);
                 if (seq != got || std::memcmp(rx[i].data, expect.data(), expect.size()) != 0) ++errs;
             }
-            received[me].store(got, std::memory_order_release);
+            received[me].store(released, std::memory_order_release);
             if (n == 0 && m == 0) std::this_thread::yield();
         }
         errors[me] = errs;
+        total_got[me] = got;
     };
     std::thread t1(endpoint, 1);
     endpoint(0);
     t1.join();
     for (std::uint32_t e = 0; e < 2; ++e) {
-        CHECK(received[e].load() == kPerDirection);
+        CHECK(total_got[e] == kPerDirection);
         CHECK(errors[e] == 0);
         const auto ec = fab.endpoint_counters(e);
         CHECK(ec.sent.delivered == kPerDirection);
