@@ -11,18 +11,6 @@
 namespace omrc::core {
 
 namespace {
-/// Opcode of the packet at byte `offset` (carrying `len` bytes) of message
-/// `m`. Decided from bytes, not from a PSN difference: a message may span
-/// more PSNs than a signed 24-bit difference can count.
-wire::Opcode data_opcode(const SendMsg& m, std::uint32_t offset, std::uint32_t len) noexcept {
-    const bool imm = m.req.with_imm;
-    const bool first = offset == 0;
-    const bool last = offset + len >= m.length;
-    if (first && last) return imm ? wire::Opcode::write_only_imm : wire::Opcode::write_only;
-    if (first) return wire::Opcode::write_first;
-    if (last) return imm ? wire::Opcode::write_last_imm : wire::Opcode::write_last;
-    return wire::Opcode::write_middle;
-}
 std::uint16_t ts_ticks(TimeNs now) noexcept {
     return static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs);
 }
@@ -137,7 +125,7 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
         outer_dst = qp.usid_template.apply(slot.ev);
         fields.outer_dst = &outer_dst;
     }
-    fields.opcode = data_opcode(m, p.offset, p.len);
+    fields.opcode = m.opcode_at(p.offset, p.len);
     fields.ack_req = ack_req;
     fields.rtx = retransmit;
     fields.psn = psn;

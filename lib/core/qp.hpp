@@ -32,6 +32,20 @@ struct SendMsg {
     std::uint32_t npkts = 0;                ///< ≥ 1 (a zero-length message takes one packet)
     std::uint16_t msn = 0;
     std::uint16_t rqmsn = 0;                ///< receive-queue MSN (WRITE_WITH_IMM messages only)
+
+    /// Opcode of the packet at byte `offset` carrying `len` bytes. Decided
+    /// from bytes, never from a PSN difference: a message may span more PSNs
+    /// (up to 2^31 bytes / 64-byte MTU = 2^25) than a signed 24-bit PSN
+    /// difference can count.
+    [[nodiscard]] wire::Opcode opcode_at(std::uint32_t offset, std::uint32_t len) const noexcept {
+        const bool imm = req.with_imm;
+        const bool first = offset == 0;
+        const bool last = std::uint64_t{offset} + len >= length;
+        if (first && last) return imm ? wire::Opcode::write_only_imm : wire::Opcode::write_only;
+        if (first) return wire::Opcode::write_first;
+        if (last) return imm ? wire::Opcode::write_last_imm : wire::Opcode::write_last;
+        return wire::Opcode::write_middle;
+    }
 };
 
 /// Transmit record of one PSN in [snd_una, snd_nxt).

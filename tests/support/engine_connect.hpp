@@ -26,12 +26,14 @@ struct EngineEnd {
 };
 
 /// Creates one QP on each end and connects them; `psn_x` / `psn_y` are the
-/// first PSNs each end sends. Returns {qpn at x, qpn at y}.
+/// first PSNs each end sends, `attr_x` / `attr_y` each end's attributes
+/// (path, MTU, window, CC). Returns {qpn at x, qpn at y}.
 inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& x, const EngineEnd& y,
                                                                std::uint32_t psn_x, std::uint32_t psn_y,
-                                                               const core::QpAttr& attr, const core::QpCaps& caps,
-                                                               core::TimeNs now) {
+                                                               const core::QpAttr& attr_x, const core::QpAttr& attr_y,
+                                                               const core::QpCaps& caps, core::TimeNs now) {
     const EngineEnd* ends[2] = {&x, &y};
+    const core::QpAttr* attrs[2] = {&attr_x, &attr_y};
     const std::uint32_t first_psn[2] = {psn_x, psn_y};
     std::uint32_t qpn[2];
     for (int i = 0; i < 2; ++i) {
@@ -43,7 +45,7 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
     }
     for (int i = 0; i < 2; ++i) {
         const EngineEnd& peer = *ends[1 - i];
-        core::QpAttr a = attr;
+        core::QpAttr a = *attrs[i];
         a.dest_qp_num = qpn[1 - i];
         a.dest_conn_id = peer.engine->qp_info(qpn[1 - i]).conn_id;
         a.rq_psn = first_psn[1 - i];
@@ -59,6 +61,14 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
             throw std::runtime_error("modify to RTS failed");
     }
     return {qpn[0], qpn[1]};
+}
+
+/// Both ends with the same attributes.
+inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& x, const EngineEnd& y,
+                                                               std::uint32_t psn_x, std::uint32_t psn_y,
+                                                               const core::QpAttr& attr, const core::QpCaps& caps,
+                                                               core::TimeNs now) {
+    return connect_engines(x, y, psn_x, psn_y, attr, attr, caps, now);
 }
 
 }  // namespace omrc::test

@@ -53,6 +53,13 @@ public:
         const EngineEnd y{engines[1].get(), 1, engines[1]->config().local_macs};
         return connect_engines(x, y, 100, 101, attr, caps, now);
     }
+    /// The same with different attributes at A and B.
+    std::pair<std::uint32_t, std::uint32_t> connect(const core::QpAttr& attr_a, const core::QpAttr& attr_b,
+                                                    core::QpCaps caps = {}) {
+        const EngineEnd x{engines[0].get(), 0, engines[0]->config().local_macs};
+        const EngineEnd y{engines[1].get(), 1, engines[1]->config().local_macs};
+        return connect_engines(x, y, 100, 101, attr_a, attr_b, caps, now);
+    }
 
     /// Moves frames and time until `done()` or `until_ns` of virtual time.
     bool run(const std::function<bool()>& done, core::TimeNs until_ns) {
