@@ -121,6 +121,14 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out) {
                 return EINVAL;
             }
             out.link_poll_ns = std::uint64_t{v} * 1000;
+        } else if (key == "icrc") {
+            if (value == "auto") out.icrc = IcrcChoice::automatic;
+            else if (value == "software") out.icrc = IcrcChoice::software;
+            else if (value == "none") out.icrc = IcrcChoice::none;
+            else {
+                runtime::logger().error("dpdk: icrc={} must be auto, software or none", value);
+                return EINVAL;
+            }
         } else if (key == "backlog") {
             if (!parse_u32(value, v) || v < 32 || v > 65536) {
                 runtime::logger().error("dpdk: backlog={} must be 32..65536", value);
@@ -128,7 +136,7 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out) {
             }
             out.backlog = v;
         } else {
-            runtime::logger().error("dpdk: unknown option {} (eal, vdevs, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog, link_poll_us)",
+            runtime::logger().error("dpdk: unknown option {} (eal, vdevs, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog, link_poll_us, icrc)",
                                     key);
             return EINVAL;
         }
@@ -165,7 +173,11 @@ DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
         close();
         throw;
     }
-    runtime::logger().info("dpdk: {} ports, zero copy {}", ports_.size(), o.zero_copy ? "on" : "off");
+    const bool all_shared = std::all_of(ports_.begin(), ports_.end(), [](const Port& p) { return p.shared_memory; });
+    const bool icrc_off = o.icrc == IcrcChoice::none || (o.icrc == IcrcChoice::automatic && all_shared);
+    icrc_ = icrc_off ? driver::IcrcHandling::not_needed : driver::IcrcHandling::software;
+    runtime::logger().info("dpdk: {} ports, zero copy {}, icrc {}", ports_.size(), o.zero_copy ? "on" : "off",
+                           driver::to_string(icrc_));
 }
 
 void DpdkDriver::open_port(const std::string& spec) {
@@ -253,6 +265,7 @@ void DpdkDriver::open_port(const std::string& spec) {
     // af_packet reports its link up whatever the interface does: read the
     // interface's own state instead.
     if (std::strcmp(info.driver_name, "net_af_packet") == 0 && info.if_index != 0) port.if_index = info.if_index;
+    port.shared_memory = std::strcmp(info.driver_name, "net_memif") == 0;
     port.up = link_state(port);
     runtime::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, max frame {}, link {}, chains {}",
                            ports_.size() - 1, pid, port.name, info.driver_name, mtu, port.max_frame,

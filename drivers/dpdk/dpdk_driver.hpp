@@ -37,6 +37,13 @@ struct rte_mbuf;
 namespace omrc::dpdk {
 
 
+/// The `icrc` argument.
+enum class IcrcChoice : std::uint8_t {
+    automatic,  ///< not needed when every port is net_memif (shared memory), software otherwise
+    software,   ///< always software
+    none,       ///< never (the user vouches for the medium and the peer)
+};
+
 /// Driver arguments after parsing (see include/omrc/dpdk.hpp).
 struct DpdkOptions {
     std::string eal;                  ///< EAL arguments ("" = environment or default)
@@ -48,6 +55,7 @@ struct DpdkOptions {
     bool zero_copy = true;
     std::uint32_t backlog = 1024;     ///< frames waiting per port when the PMD ring is full
     std::uint64_t link_poll_ns = 1'000'000;  ///< link state poll period (0: every driver call)
+    IcrcChoice icrc = IcrcChoice::automatic;
 };
 
 /// Parses DeviceOptions::args. Returns 0 or EINVAL (logged).
@@ -90,6 +98,7 @@ struct Port {
     bool chains = true;                  ///< the PMD accepts multi-segment frames
     std::uint32_t max_frame = UINT32_MAX;  ///< longest frame the PMD takes, without FCS (UINT32_MAX: no limit known)
     unsigned if_index = 0;               ///< af_packet: the kernel interface whose state is the link
+    bool shared_memory = false;          ///< net_memif: frames cross shared memory only (cannot be corrupted)
     std::vector<rte_mbuf*> backlog;      ///< frames the PMD has not taken yet, in order
     std::size_t backlog_head = 0;        ///< first unsent entry of `backlog`
     PortCounters c{};
@@ -111,6 +120,7 @@ public:
     [[nodiscard]] bool link_up(std::uint32_t plane) const override;
     [[nodiscard]] std::uint64_t next_event_ns() const override;
     [[nodiscard]] driver::DriverStats stats() const override;
+    [[nodiscard]] driver::IcrcHandling icrc() const override { return icrc_; }
     void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const override;
 
     [[nodiscard]] const std::vector<Port>& ports() const noexcept { return ports_; }
@@ -136,6 +146,7 @@ private:
     std::uint64_t next_link_poll_ns_ = 0;
     std::size_t rx_next_port_ = 0;       ///< round-robin start
     std::size_t backlogged_ = 0;         ///< frames in all backlogs
+    driver::IcrcHandling icrc_ = driver::IcrcHandling::software;  ///< decided once the ports are open
 };
 
 /// The registry factory for "dpdk".

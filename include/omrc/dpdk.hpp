@@ -26,6 +26,10 @@
 //   link_poll_us  link state poll period in µs (default 1000; 0 = every call)
 //   zero_copy 1 (default) transmits payload straight from registered memory
 //             as external buffers; 0 copies every frame into its mbuf
+//   icrc      auto (default): no software ICRC when every port is net_memif
+//             (shared memory cannot corrupt a frame), software otherwise;
+//             software: always; none: never. Both ends of a connection must
+//             agree (a software end drops frames with no ICRC).
 #pragma once
 
 namespace omrc::dpdk {

@@ -297,11 +297,20 @@ struct DeviceOptions {
     /// Seeds the engine and the rkey generator. 0: drawn from std::random_device
     /// (use 0 in production: a fixed seed makes rkeys predictable).
     std::uint64_t seed = 0;
+    /// RoCEv2 ICRC in software: computed on send, verified on receive. A
+    /// driver whose medium cannot corrupt frames turns both off whatever is
+    /// set here (dpdk over net_memif, its `icrc` option; stats_json() says
+    /// what applies under device.icrc).
     bool compute_icrc = true;
     bool verify_icrc = true;
 
-    std::uint32_t ack_every_pkts = 4;           ///< SACK at least every N in-order data packets
-    std::uint64_t ack_delay_ns = 2'000;         ///< ... or this long after the first unacknowledged one
+    /// Receiver ACK policy: one SACK per QP per receive burst at most; it is
+    /// sent at the end of a burst with this many unacknowledged data packets
+    /// (1..64, the SACK bitmap), with a packet that asked for one (the
+    /// sender cannot go on without it, or a retransmission), with CE or a
+    /// duplicate, and otherwise `ack_delay_ns` after the first one waiting.
+    std::uint32_t ack_every_pkts = 16;
+    std::uint64_t ack_delay_ns = 2'000;
     std::uint64_t ev_timeout_ns = 200'000;      ///< an EV whose oldest packet is older has failed
     std::uint64_t probe_interval_ns = 50'000;   ///< probe period of an ASSUMED_BAD EV
     std::uint32_t probe_successes_to_restore = 3;

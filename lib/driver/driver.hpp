@@ -40,6 +40,23 @@ struct LinkEvent {
 
 enum class DriverStatus : int { ok = 0, not_supported = 95 /* EOPNOTSUPP */ };
 
+/// Who looks after the RoCEv2 ICRC of the frames a driver carries.
+enum class IcrcHandling : std::uint8_t {
+    /// The engine computes it on send and verifies it on receive (the
+    /// default: frames cross kernels, wires and switches that can corrupt
+    /// them, and peers that check it).
+    software,
+    /// The medium cannot corrupt a frame and both ends are OpenMRC drivers
+    /// that say so (DPDK net_memif: shared memory between two processes):
+    /// the ICRC field is sent as zero and not checked. Both ends must agree;
+    /// a software peer drops such frames (counted as bad ICRC).
+    not_needed,
+};
+
+[[nodiscard]] constexpr const char* to_string(IcrcHandling h) noexcept {
+    return h == IcrcHandling::software ? "software" : "not_needed";
+}
+
 class Driver {
 public:
     virtual ~Driver() = default;
@@ -75,6 +92,11 @@ public:
     [[nodiscard]] virtual std::uint64_t next_event_ns() const { return UINT64_MAX; }
 
     [[nodiscard]] virtual DriverStats stats() const { return {}; }
+
+    /// How the ICRC of this driver's frames is handled (fixed once the
+    /// driver is open). The device turns the engine's software ICRC off
+    /// where the driver says it is not needed.
+    [[nodiscard]] virtual IcrcHandling icrc() const { return IcrcHandling::software; }
 
     /// Driver-specific counters (per port, drops by reason, ...), as
     /// name/value pairs appended to `out`; shown under "counters" in

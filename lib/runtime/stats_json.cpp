@@ -112,6 +112,7 @@ nlohmann::json driver_json(const driver::Driver& drv) {
     return {{"name", drv.name()},
             {"counters", std::move(counters)},
             {"planes", drv.planes()},
+            {"icrc", driver::to_string(drv.icrc())},
             {"link_up", std::move(links)},
             {"rx_frames", s.rx_frames},
             {"tx_frames", s.tx_frames},

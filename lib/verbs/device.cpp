@@ -39,7 +39,7 @@ int validate(const DeviceOptions& o) {
     if (o.rx_burst_frames == 0 || o.rx_burst_frames > 1024) return EINVAL;
     if (o.tx_burst_frames == 0 || o.tx_burst_frames > 1024) return EINVAL;
     if (o.max_qps == 0 || o.max_qps > 4096) return EINVAL;
-    if (o.ack_every_pkts == 0 || o.ev_track_depth == 0) return EINVAL;
+    if (o.ack_every_pkts == 0 || o.ack_every_pkts > 64 || o.ev_track_depth == 0) return EINVAL;
     if (o.frame_mode != FrameMode::plain && o.frame_mode != FrameMode::srv6) return EINVAL;
     if (o.frame_mode == FrameMode::srv6) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
@@ -135,8 +135,11 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     ec.local_host = options.local_host;
     const std::uint64_t seed = options.seed != 0 ? options.seed : entropy_u64();
     ec.seed = seed;
-    ec.compute_icrc = options.compute_icrc;
-    ec.verify_icrc = options.verify_icrc;
+    // Software ICRC unless the caller turned it off or the driver says the
+    // medium does not need it.
+    const bool icrc_needed = attached.driver->icrc() == driver::IcrcHandling::software;
+    ec.compute_icrc = options.compute_icrc && icrc_needed;
+    ec.verify_icrc = options.verify_icrc && icrc_needed;
     ec.ack_every_pkts = options.ack_every_pkts;
     ec.ack_delay_ns = options.ack_delay_ns;
     ec.ev_timeout_ns = options.ev_timeout_ns;
@@ -168,9 +171,10 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     for (std::uint32_t p = 0; p < planes; ++p)
         if (!core->attached.driver->link_up(p)) (void)core->engine->submit(core::CmdLinkChange{p, false}, now);
 
-    runtime::logger().info("device open: driver={} planes={} mode={} seed={}", driver, planes,
+    runtime::logger().info("device open: driver={} planes={} mode={} seed={} icrc={}{}", driver, planes,
                            options.frame_mode == FrameMode::srv6 ? "srv6" : "plain",
-                           options.seed != 0 ? "fixed" : "random");
+                           options.seed != 0 ? "fixed" : "random", ec.compute_icrc ? "compute" : "off",
+                           ec.verify_icrc ? "+verify" : "");
     set_err(err, 0);
     return std::unique_ptr<Device>(new Device(std::move(core)));
 }
@@ -222,6 +226,7 @@ std::string Device::stats_json() const {
     doc["device"] = {
         {"driver", c.driver_name},
         {"planes", c.address.planes},
+        {"icrc", {{"compute", c.engine->config().compute_icrc}, {"verify", c.engine->config().verify_icrc}}},
         {"progress", runtime::progress_json(c.loop->stats())},
         {"tx_kept_now", c.loop->kept_frames()},
         {"mr",

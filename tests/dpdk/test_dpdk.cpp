@@ -161,6 +161,10 @@ TEST_CASE("dpdk: bad arguments are refused with a clear errno", "[dpdk]") {
     CHECK(Device::open("dpdk", o, &err) == nullptr);
     CHECK(err == EINVAL);
     o.args.erase("rx_desc");
+    o.args["icrc"] = "maybe";
+    CHECK(Device::open("dpdk", o, &err) == nullptr);
+    CHECK(err == EINVAL);
+    o.args.erase("icrc");
     o.args["ports"] = "net_nonexistent0";
     CHECK(Device::open("dpdk", o, &err) == nullptr);
     CHECK(err == ENODEV);
@@ -201,11 +205,17 @@ TEST_CASE("dpdk: 64 MiB of sprayed WRITEs over net_memif, zero copy, byte-exact"
     const auto jb = nlohmann::json::parse(b->stats_json());
     CHECK(jb["driver"]["counters"]["plane0.rx_frames"].get<std::uint64_t>() > 0);
     CHECK(jb["driver"]["counters"]["plane1.rx_frames"].get<std::uint64_t>() > 0);
+    // memif ports only: shared memory, no software ICRC on either side.
+    for (const auto* j : {&ja, &jb}) {
+        CHECK((*j)["driver"]["icrc"] == "not_needed");
+        CHECK((*j)["device"]["icrc"]["compute"] == false);
+        CHECK((*j)["device"]["icrc"]["verify"] == false);
+    }
 }
 
-TEST_CASE("dpdk: the same transfer with every frame copied", "[dpdk]") {
-    auto a = open_dpdk(memif_ports(0, 10), 21, {{"zero_copy", "0"}, {"vdevs", memif_vdevs(0, 10)}});
-    auto b = open_dpdk(memif_ports(1, 10), 22, {{"zero_copy", "0"}, {"vdevs", memif_vdevs(1, 10)}});
+TEST_CASE("dpdk: the same transfer with every frame copied and a software ICRC", "[dpdk]") {
+    auto a = open_dpdk(memif_ports(0, 10), 21, {{"zero_copy", "0"}, {"icrc", "software"}, {"vdevs", memif_vdevs(0, 10)}});
+    auto b = open_dpdk(memif_ports(1, 10), 22, {{"zero_copy", "0"}, {"icrc", "software"}, {"vdevs", memif_vdevs(1, 10)}});
     REQUIRE(wait_links(*a, *b));
     const TransferResult r = transfer(*a, *b, 16u << 20, 256u << 10, 6, 4096);
     CHECK(r.completions == 64);
@@ -214,6 +224,12 @@ TEST_CASE("dpdk: the same transfer with every frame copied", "[dpdk]") {
     const auto ja = nlohmann::json::parse(a->stats_json());
     CHECK(ja["driver"]["counters"]["plane0.tx_zero_copy"].get<std::uint64_t>() == 0);
     CHECK(ja["driver"]["counters"]["plane0.tx_copied"].get<std::uint64_t>() > 0);
+    // icrc=software: computed and verified even over memif, and none failed.
+    CHECK(ja["driver"]["icrc"] == "software");
+    CHECK(ja["device"]["icrc"]["compute"] == true);
+    const auto jb = nlohmann::json::parse(b->stats_json());
+    CHECK(jb["device"]["icrc"]["verify"] == true);
+    CHECK(jb["engine"]["rx_wire_errors"]["bad_icrc"] == 0);
 }
 
 namespace {
@@ -278,6 +294,9 @@ TEST_CASE("dpdk: net_tap ports, kernel noise counted, a port lost midway", "[dpd
     // The kernel's own frames on the taps (router solicitations, MLD) are dropped and counted.
     CHECK(counter(*a, "plane0.rx_kernel_noise") + counter(*b, "plane0.rx_kernel_noise") +
               counter(*a, "plane0.rx_multicast") + counter(*b, "plane0.rx_multicast") > 0);
+    // Tap frames cross the kernel: the ICRC stays in software (icrc=auto).
+    CHECK(jb["driver"]["icrc"] == "software");
+    CHECK(jb["device"]["icrc"]["verify"] == true);
 }
 
 // Run alone in its process (ctest entry dpdk_attach): the application owns
