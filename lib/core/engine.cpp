@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cerrno>
 #include <cstring>
 
@@ -202,6 +203,8 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->window_pkts = qp->rcv_window;
         qp->pkts.assign(qp->rcv_window, TxPkt{});
         qp->pkt_mask = qp->rcv_window - 1;
+        assert(std::has_single_bit(qp->rcv_window) && qp->rcv_window >= 128 &&
+               "receive window and transmit ring: a power of two ≥ 128 (bitmaps span two words)");
         // Each EV's tracking ring holds twice its share of a full window, so
         // with even spraying every packet in flight is tracked by its EV.
         const std::uint32_t share = (qp->rcv_window + a.evs - 1) / a.evs;
@@ -247,7 +250,7 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         if (wr.is_inline && len > qp->caps.max_inline_data) return {EINVAL, 0, i};
         if (qp->sq_count == qp->sq.size()) return {ENOMEM, 0, i};
         if (qp->state == QpState::err) {
-            complete({wr.wr_id, qp->qpn, WcStatus::wr_flush_err, WcOpcode::rdma_write, false, 0, 0});
+            complete({.wr_id = wr.wr_id, .qpn = qp->qpn, .status = WcStatus::wr_flush_err, .opcode = WcOpcode::rdma_write});
             continue;
         }
         const std::uint32_t slot = (qp->sq_head + qp->sq_count) % static_cast<std::uint32_t>(qp->sq.size());
@@ -287,7 +290,10 @@ SubmitResult Engine::post_recv(const CmdPostRecv& c) {
         if (qp->state == QpState::reset) return {EINVAL, 0, i};
         if (qp->rq.size() >= qp->caps.max_recv_wr) return {ENOMEM, 0, i};
         if (qp->state == QpState::err) {
-            complete({c.wrs[i].wr_id, qp->qpn, WcStatus::wr_flush_err, WcOpcode::recv_rdma_with_imm, false, 0, 0});
+            complete({.wr_id = c.wrs[i].wr_id,
+                      .qpn = qp->qpn,
+                      .status = WcStatus::wr_flush_err,
+                      .opcode = WcOpcode::recv_rdma_with_imm});
             continue;
         }
         qp->rq.push_back(c.wrs[i]);
@@ -348,12 +354,18 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
     for (std::uint32_t k = 0; k < qp.sq_count; ++k) {
         const SendMsg& m = qp.sq[(qp.sq_head + k) % n];
-        complete({m.req.wr_id, qp.qpn, first ? first_status : WcStatus::wr_flush_err, WcOpcode::rdma_write, false, 0, 0});
+        complete({.wr_id = m.req.wr_id,
+                  .qpn = qp.qpn,
+                  .status = first ? first_status : WcStatus::wr_flush_err,
+                  .opcode = WcOpcode::rdma_write});
         first = false;
     }
     qp.sq_count = qp.sq_unsegmented = 0;
     for (std::size_t i = 0; i < qp.rq.size(); ++i)
-        complete({qp.rq[i].wr_id, qp.qpn, WcStatus::wr_flush_err, WcOpcode::recv_rdma_with_imm, false, 0, 0});
+        complete({.wr_id = qp.rq[i].wr_id,
+                  .qpn = qp.qpn,
+                  .status = WcStatus::wr_flush_err,
+                  .opcode = WcOpcode::recv_rdma_with_imm});
     qp.rq.clear();
     qp.imms.clear();
     qp.resend.clear();

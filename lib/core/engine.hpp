@@ -158,7 +158,15 @@ private:
     void deliver_imms(Qp& qp);
     void send_sack(Qp& qp, TimeNs now, bool probe_answer = false, std::uint32_t probe_ev = 0,
                    std::uint32_t probe_id = 0);
-    void send_nack(Qp& qp, std::uint32_t psn, std::uint32_t ev, std::uint16_t ts, wire::NackReason reason);
+    /// What a NACK names: the PSN, the EV and TSETH timestamp it arrived
+    /// with, and why (three integers of one width otherwise easy to swap).
+    struct NackFields {
+        std::uint32_t psn = 0;
+        std::uint32_t ev = 0;
+        std::uint16_t ts_echo = 0;
+        wire::NackReason reason = wire::NackReason::trimmed;
+    };
+    void send_nack(Qp& qp, const NackFields& n);
     void send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t msn);
     void send_port_status(TimeNs now);
     std::uint8_t reverse_plane(Qp& qp) noexcept;

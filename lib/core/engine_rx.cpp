@@ -118,14 +118,20 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t prob
     ++qp.stats.sacks_sent;
 }
 
-void Engine::send_nack(Qp& qp, std::uint32_t psn, std::uint32_t ev, std::uint16_t ts, wire::NackReason reason) {
+void Engine::send_nack(Qp& qp, const NackFields& n) {
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
     const std::uint8_t plane = reverse_plane(qp);
     wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
     s.bth.opcode = wire::Opcode::nack;
-    s.bth.psn = psn;
-    s.neth = {static_cast<std::uint8_t>(reason), 0, ts, ev, qp.conn_id, qp.attr.dest_conn_id, psn, qp.rcv_cack};
+    s.bth.psn = n.psn;
+    s.neth = {.reason = static_cast<std::uint8_t>(n.reason),
+              .ts_echo = n.ts_echo,
+              .ev = n.ev,
+              .src_conn_id = qp.conn_id,
+              .dst_conn_id = qp.attr.dest_conn_id,
+              .nack_psn = n.psn,
+              .cack_psn = qp.rcv_cack};
     finish_ctrl(*g, s);
     ++qp.stats.nacks_sent;
 }
@@ -154,7 +160,13 @@ void Engine::deliver_imms(Qp& qp) {
         const PendingImm& im = qp.imms.front();
         const RecvRequest r = qp.rq.front();
         qp.rq.pop_front();
-        complete({r.wr_id, qp.qpn, WcStatus::success, WcOpcode::recv_rdma_with_imm, true, im.byte_len, im.imm});
+        complete({.wr_id = r.wr_id,
+                  .qpn = qp.qpn,
+                  .status = WcStatus::success,
+                  .opcode = WcOpcode::recv_rdma_with_imm,
+                  .has_imm = true,
+                  .byte_len = im.byte_len,
+                  .imm_data = im.imm});
         ++qp.stats.recv_completions;
         qp.imms.pop_front();
     }
@@ -195,7 +207,10 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     }
     if (d > static_cast<std::int32_t>(qp.rcv_window)) {
         drop(DropReason::out_of_window);
-        send_nack(qp, psn, f.ev, f.has_tseth ? f.tseth().tx_timestamp : 0, wire::NackReason::psn_oor_window);
+        send_nack(qp, {.psn = psn,
+                       .ev = f.ev,
+                       .ts_echo = f.has_tseth ? f.tseth().tx_timestamp : std::uint16_t{0},
+                       .reason = wire::NackReason::psn_oor_window});
         return;
     }
     if (!(qp.attr.access_flags & kAccessRemoteWrite)) {
@@ -242,9 +257,11 @@ void Engine::on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs) {
     const std::uint32_t psn = f.bth.psn;
     const std::int32_t d = psn_diff(psn, qp.rcv_cack);
     if (d <= 0 || d > static_cast<std::int32_t>(qp.rcv_window) || qp.rcv_bit(psn)) return;
-    send_nack(qp, psn, f.ev, f.has_tseth ? f.tseth().tx_timestamp : 0,
-              f.trim == wire::TrimKind::dscp_last_hop ? wire::NackReason::trimmed_lasthop
-                                                      : wire::NackReason::trimmed);
+    send_nack(qp, {.psn = psn,
+                   .ev = f.ev,
+                   .ts_echo = f.has_tseth ? f.tseth().tx_timestamp : std::uint16_t{0},
+                   .reason = f.trim == wire::TrimKind::dscp_last_hop ? wire::NackReason::trimmed_lasthop
+                                                                      : wire::NackReason::trimmed});
 }
 
 void Engine::on_probe(Qp& qp, const wire::FrameView& f, TimeNs now) {

@@ -2,6 +2,7 @@
 // Engine, sender half: segmentation, path choice, frame building,
 // SACK/NACK/AETH processing, loss inference, EV timers, probes.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "core/engine.hpp"
@@ -78,6 +79,9 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     }
     if (qp.snd_una == qp.snd_nxt) qp.last_progress_ns = now;  // the clock of the retry budget starts
     qp.snd_nxt = psn_add(qp.snd_nxt, 1);
+    assert(psn_diff(qp.snd_nxt, qp.snd_una) > 0 &&
+           static_cast<std::uint32_t>(psn_diff(qp.snd_nxt, qp.snd_una)) <= qp.pkt_mask + 1 &&
+           "snd_una < snd_nxt ≤ snd_una + the transmit ring");
     build_data_frame(qp, psn, p, false, out, now);
     return true;
 }
@@ -98,8 +102,12 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     const bool tracked = qp.paths.track(p.ev_slot, psn, p.tx_seq);
     if (tracked != !p.untracked) {
         p.untracked = !tracked;
-        if (tracked) --qp.untracked;
-        else ++qp.untracked;
+        if (tracked) {
+            assert(qp.untracked > 0 && "untracked counts packets with Qp::TxPkt::untracked set");
+            --qp.untracked;
+        } else {
+            ++qp.untracked;
+        }
     }
     ++slot.counters.sent;
     if (retransmit) {
@@ -170,6 +178,7 @@ void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
     TxPkt& p = qp.pkt(psn);
     if (p.acked || p.lost) return;
     p.lost = true;
+    assert(qp.inflight_bytes >= p.len && "inflight_bytes covers every packet neither acked nor lost");
     qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
     if (front) qp.resend.push_front(psn);
     else qp.resend.push_back(psn);
@@ -196,9 +205,11 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     TxPkt& p = qp.pkt(psn);
     if (p.acked || p.tx_count == 0) return;
     p.acked = true;
+    assert((p.lost || qp.inflight_bytes >= p.len) && "inflight_bytes covers every packet neither acked nor lost");
     if (!p.lost) qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
     p.lost = false;
     if (p.untracked) {
+        assert(qp.untracked > 0 && "untracked counts packets with Qp::TxPkt::untracked set");
         p.untracked = false;
         --qp.untracked;
     }
@@ -303,6 +314,7 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
         moved = true;
     }
     if (moved) qp.last_progress_ns = now;
+    assert(psn_diff(qp.snd_nxt, qp.snd_una) >= 0 && "snd_una ≤ snd_nxt");
     // Complete messages in post order once all their packets are acknowledged.
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
     while (qp.sq_count > qp.sq_unsegmented) {
@@ -310,7 +322,11 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
         const std::uint32_t last = psn_add(m.first_psn, m.npkts - 1);
         if (psn_diff(last, qp.snd_una) >= 0) break;
         if (m.req.signaled) {
-            complete({m.req.wr_id, qp.qpn, WcStatus::success, WcOpcode::rdma_write, false, m.length, 0});
+            complete({.wr_id = m.req.wr_id,
+                      .qpn = qp.qpn,
+                      .status = WcStatus::success,
+                      .opcode = WcOpcode::rdma_write,
+                      .byte_len = m.length});
             ++qp.stats.send_completions;
         }
         qp.sq_head = (qp.sq_head + 1) % n;
@@ -469,7 +485,10 @@ void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
         // they are flushed, the NAKed one carries the error, the QP stops.
         for (std::uint32_t e = 0; e < k; ++e) {
             const SendMsg& early = qp.sq[qp.sq_head];
-            complete({early.req.wr_id, qp.qpn, WcStatus::wr_flush_err, WcOpcode::rdma_write, false, 0, 0});
+            complete({.wr_id = early.req.wr_id,
+                      .qpn = qp.qpn,
+                      .status = WcStatus::wr_flush_err,
+                      .opcode = WcOpcode::rdma_write});
             qp.sq_head = (qp.sq_head + 1) % n;
             --qp.sq_count;
         }

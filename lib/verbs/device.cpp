@@ -204,7 +204,10 @@ std::unique_ptr<Cq> Device::create_cq(int cqe, int* err) {
     return cq;
 }
 
-std::size_t Device::progress() { return core_->loop->run_once(core_->now(), *core_); }
+std::size_t Device::progress() {
+    const detail::OwnerScope owner(*core_);
+    return core_->loop->run_once(core_->now(), *core_);
+}
 
 std::uint64_t Device::next_wakeup_ns() const { return core_->loop->next_wakeup(core_->now()); }
 

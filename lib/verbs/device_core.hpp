@@ -5,10 +5,13 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -51,9 +54,42 @@ struct DeviceCore final : runtime::CompletionSink {
                verbs::KeyGenerator keys)
         : attached(std::move(drv)), driver_name(std::move(name)), clock(std::move(clk)), mrs(keys) {}
 
+    /// Debug builds: the thread inside an owner-thread entry point (the
+    /// default id when none is). Two threads inside at once break the
+    /// one-thread-at-a-time rule of verbs.hpp and are caught by OwnerScope.
+    std::atomic<std::thread::id> owner_inside{};
+
     [[nodiscard]] std::uint64_t now() const { return clock(); }
     /// Routes one engine completion to its QP's send or receive CQ.
     void on_completion(const core::Completion& c) override;
+};
+
+/// Debug builds: asserts that no other thread is inside an owner-thread entry
+/// point of the same Device for as long as it lives (eRPC's owner-thread
+/// check, relaxed to "one thread at a time": a Device may move between
+/// threads when the program orders the moves). Compiled out with NDEBUG.
+class OwnerScope {
+public:
+#ifdef NDEBUG
+    explicit OwnerScope(DeviceCore&) noexcept {}
+#else
+    explicit OwnerScope(DeviceCore& d) noexcept : d_(d) {
+        const std::thread::id me = std::this_thread::get_id();
+        const std::thread::id before = d_.owner_inside.exchange(me, std::memory_order_acq_rel);
+        nested_ = before == me;
+        assert((before == std::thread::id{} || nested_) &&
+               "a Device is used by two threads at once (verbs.hpp: one thread at a time)");
+    }
+    ~OwnerScope() {
+        if (!nested_) d_.owner_inside.store(std::thread::id{}, std::memory_order_release);
+    }
+
+private:
+    DeviceCore& d_;
+    bool nested_ = false;
+#endif
+    OwnerScope(const OwnerScope&) = delete;
+    OwnerScope& operator=(const OwnerScope&) = delete;
 };
 
 /// Logs a destroyed-with-children error and aborts (see verbs.hpp, Ownership).

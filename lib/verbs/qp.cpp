@@ -180,6 +180,7 @@ int submit_valid_prefix(detail::DeviceCore& core, const Cmd& cmd, std::size_t va
 }  // namespace
 
 int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
+    const detail::OwnerScope owner(*core_);
     auto& reqs = core_->send_scratch;
     reqs.clear();
     const std::uint32_t pd = pd_->handle();
@@ -218,6 +219,7 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
 }
 
 int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
+    const detail::OwnerScope owner(*core_);
     auto& reqs = core_->recv_scratch;
     reqs.clear();
     const std::uint32_t pd = pd_->handle();

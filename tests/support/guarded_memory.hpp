@@ -31,6 +31,16 @@ public:
         }
         return core::PlaceStatus::bad_rkey;
     }
+    /// A whole message range, as an MR table checks it at a message's first packet.
+    core::PlaceStatus check(std::uint32_t, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) override {
+        for (const Region& r : regions_) {
+            if (r.rkey != rkey) continue;
+            const auto base = reinterpret_cast<std::uint64_t>(r.base);
+            if (va < base || len > r.len || va - base > r.len - len) return core::PlaceStatus::out_of_bounds;
+            return core::PlaceStatus::ok;
+        }
+        return core::PlaceStatus::bad_rkey;
+    }
     std::uint64_t placed_bytes = 0;
     std::uint64_t writes = 0;  ///< successful place() calls
 

@@ -7,11 +7,14 @@
 #include <random>
 
 #include "core/psn.hpp"
+#include "support/crafted_peer.hpp"
 #include "support/engine_pair.hpp"
 
 using namespace omrc;
 using namespace omrc::core;
+using omrc::test::CraftedPeer;
 using omrc::test::EnginePair;
+using wire::Opcode;
 
 namespace {
 
@@ -131,4 +134,268 @@ TEST_CASE("Engine::rtt_sample__round_trip_longer_than_the_timestamp_wrap", "[uni
     CHECK(sender.rtt_max_ns <= 2 * one_way + 100'000);
     CHECK(sender.stats.data_pkts_resent == 0);
     CHECK(sender.stats.ev_timeouts == 0);
+}
+
+// ---- Crafted SACKs, NACKs and NAKs against a sender ----
+
+namespace {
+
+constexpr std::uint32_t kTxMtu = 256;
+
+/// Engine 1 sends to engine 0's QP; the peer's acknowledgements are crafted.
+struct Tx {
+    EnginePair pair;
+    std::uint32_t qa = 0, qb = 0;
+    std::vector<std::uint8_t> src = random_bytes(64u << 10, 99);
+    std::unique_ptr<CraftedPeer> peer;
+
+    explicit Tx(QpAttr attr = base_attr(), EngineConfig cfg = {}) : pair(cfg) {
+        std::tie(qa, qb) = pair.connect(attr);
+        peer = std::make_unique<CraftedPeer>(pair, qa, qb);
+    }
+    static QpAttr base_attr() {
+        QpAttr a;
+        a.mtu_bytes = kTxMtu;
+        a.cc.algorithm = CcAlgorithm::fixed;
+        a.cc.fixed_window_bytes = 1u << 20;
+        a.evs = 16;
+        return a;
+    }
+    /// Posts one WRITE of `npkts` packets (wr_id = `id`) and returns what the engine sends.
+    std::vector<test::SentFrame> post(std::uint32_t npkts, std::uint64_t id = 1, std::size_t src_off = 0) {
+        SendRequest r;
+        r.wr_id = id;
+        r.remote_addr = 0x10000;
+        r.rkey = 9;
+        r.sge_count = 1;
+        r.sges[0] = {src.data() + src_off, npkts * kTxMtu};
+        REQUIRE(pair.engines[1]->submit(CmdPostSend{qb, std::span(&r, 1)}, pair.now).err == 0);
+        return peer->sent();
+    }
+    [[nodiscard]] std::uint32_t first_psn() const { return peer->qp().attr.sq_psn; }
+    std::uint64_t drops(DropReason r) const { return pair.engines[1]->stats().rx_drops[static_cast<std::size_t>(r)]; }
+};
+
+}  // namespace
+
+TEST_CASE("Engine::build_data_frame__ack_req_only_when_the_sender_cannot_go_on", "[unit][core]") {
+    Tx t;
+    const auto out = t.post(6);
+    REQUIRE(out.size() == 6);
+    for (std::size_t k = 0; k < 6; ++k) {
+        CHECK(out[k].f.bth.psn == psn_add(t.first_psn(), static_cast<std::int32_t>(k)));
+        CHECK(out[k].f.bth.ack_req == (k == 5));  // the queue is empty after the last packet
+        CHECK_FALSE(out[k].f.bth.rtx);
+        CHECK(out[k].f.payload.size() == kTxMtu);
+        CHECK(std::equal(out[k].f.payload.begin(), out[k].f.payload.end(), t.src.begin() + k * kTxMtu));
+    }
+    CHECK(out[0].f.bth.opcode == Opcode::write_first);
+    CHECK(out[5].f.bth.opcode == Opcode::write_last);
+}
+
+TEST_CASE("Engine::build_data_frame__ack_req_when_the_window_is_full", "[unit][core]") {
+    QpAttr a = Tx::base_attr();
+    a.cc.fixed_window_bytes = 4 * kTxMtu;
+    Tx t(a);
+    const auto out = t.post(10);
+    REQUIRE(out.size() == 4);  // the window holds four
+    CHECK_FALSE(out[2].f.bth.ack_req);
+    CHECK(out[3].f.bth.ack_req);
+}
+
+TEST_CASE("Engine::on_sack__cumulative_ack_completes_the_write", "[unit][core]") {
+    Tx t;
+    const auto out = t.post(4, 77);
+    REQUIRE(out.size() == 4);
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(t.first_psn(), 2))));
+    CHECK(t.peer->completions().empty());  // three of four
+    CHECK(t.peer->qp().snd_una == psn_add(t.first_psn(), 3));
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(t.first_psn(), 3))));
+    const auto wc = t.peer->completions();
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].wr_id == 77);
+    CHECK(wc[0].status == WcStatus::success);
+    CHECK(t.peer->qp().inflight_bytes == 0);
+}
+
+TEST_CASE("Engine::on_sack__bitmap_acknowledges_out_of_order_packets", "[unit][core]") {
+    Tx t;
+    REQUIRE(t.post(4).size() == 4);
+    // cack before the first packet; bitmap from cack + 1: packets 1..3 received.
+    const std::uint32_t cack = psn_add(t.first_psn(), -1);
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(cack, 1, 0x7ull << 60)));
+    CHECK(t.peer->qp().stats.pkts_sacked == 3);
+    CHECK(t.peer->qp().inflight_bytes == kTxMtu);
+    CHECK(t.peer->qp().snd_una == t.first_psn());
+    CHECK(t.peer->completions().empty());
+}
+
+TEST_CASE("Engine::on_sack__acknowledging_unsent_psns_is_forged", "[unit][core]") {
+    Tx t;
+    REQUIRE(t.post(4).size() == 4);
+    const std::uint32_t last = psn_add(t.first_psn(), 3);
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(last, 1))));  // cack beyond snd_nxt − 1
+    CHECK(t.drops(DropReason::forged_ack) == 1);
+    // A bitmap bit beyond the last PSN sent.
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(t.first_psn(), -1), 1, 1ull << (63 - 4))));
+    CHECK(t.drops(DropReason::forged_ack) == 2);
+    CHECK(t.peer->qp().stats.pkts_sacked == 0);
+    CHECK(t.peer->completions().empty());
+    CHECK(t.peer->qp().state == QpState::rts);
+}
+
+TEST_CASE("Engine::on_sack__wrong_connection_id_is_dropped", "[unit][core]") {
+    Tx t;
+    REQUIRE(t.post(2).size() == 2);
+    wire::FrameSpec s = t.peer->sack_spec(psn_add(t.first_psn(), 1));
+    s.seth.dst_conn_id ^= 0x0100;
+    t.peer->deliver(CraftedPeer::build(s));
+    CHECK(t.drops(DropReason::bad_conn_id) == 1);
+    CHECK(t.peer->completions().empty());
+}
+
+TEST_CASE("Engine::on_sack__ecn_echo_skips_the_ev_of_the_trigger", "[unit][core]") {
+    Tx t;
+    const auto out = t.post(4);
+    REQUIRE(out.size() == 4);
+    const std::uint32_t trig = out[2].f.bth.psn, ev = out[2].f.ev;
+    wire::FrameSpec s = t.peer->sack_spec(out[3].f.bth.psn, 1, 0, trig, ev);
+    s.seth.flags = wire::kSackFlagEcnEcho;
+    s.seth.skip = wire::SackSkip::skip_once;
+    t.peer->deliver(CraftedPeer::build(s));
+    CHECK(t.peer->qp().stats.ecn_echoes == 1);
+    const PathSet& paths = t.peer->qp().paths;
+    std::uint64_t skips = 0;
+    for (std::size_t i = 0; i < paths.size(); ++i)
+        if (paths.slot(i).ev == ev) skips += paths.slot(i).counters.skips;
+    CHECK(skips == 1);
+}
+
+TEST_CASE("Engine::on_nack__trim_resends_that_psn_first_flagged_rtx", "[unit][core]") {
+    Tx t;
+    const auto out = t.post(4);
+    REQUIRE(out.size() == 4);
+    const std::uint32_t psn = out[1].f.bth.psn;
+    t.peer->deliver(CraftedPeer::build(t.peer->nack_spec(psn, wire::NackReason::trimmed, out[1].f.ev,
+                                                           psn_add(t.first_psn(), -1))));
+    CHECK(t.peer->qp().stats.trims_nacked == 1);
+    const auto again = t.peer->sent();
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].f.bth.psn == psn);
+    CHECK(again[0].f.bth.rtx);
+    CHECK(again[0].f.bth.ack_req);  // a retransmission is acknowledged at once
+    CHECK(std::equal(again[0].f.payload.begin(), again[0].f.payload.end(), t.src.begin() + kTxMtu));
+    CHECK(t.peer->qp().stats.data_pkts_resent == 1);
+    CHECK(t.peer->qp().stats.ev_retirements == 0);  // congestion, never a retirement
+}
+
+TEST_CASE("Engine::on_nack__a_psn_outside_what_is_in_flight_is_forged", "[unit][core]") {
+    Tx t;
+    REQUIRE(t.post(2).size() == 2);
+    t.peer->deliver(CraftedPeer::build(t.peer->nack_spec(psn_add(t.first_psn(), 5), wire::NackReason::trimmed, 0,
+                                                           psn_add(t.first_psn(), -1))));
+    CHECK(t.drops(DropReason::forged_ack) == 1);
+    CHECK(t.peer->sent().empty());
+}
+
+TEST_CASE("Engine::infer_losses_on_path__a_later_packet_on_the_same_ev_proves_an_earlier_loss", "[unit][core]") {
+    Tx t;
+    const auto out = t.post(40);
+    REQUIRE(out.size() == 40);
+    // Two packets on one EV: the first is lost, the later one arrives.
+    std::size_t w = 0, x = 0;
+    for (std::size_t i = 0; i < out.size() && x == 0; ++i)
+        for (std::size_t j = i + 1; j < out.size(); ++j)
+            if (out[j].f.ev == out[i].f.ev) {
+                w = i;
+                x = j;
+                break;
+            }
+    REQUIRE(x != 0);
+    // cack just before w; the bitmap says everything after w up to 40 arrived.
+    const std::uint32_t cack = psn_add(out[w].f.bth.psn, -1);
+    std::uint64_t bitmap = 0;
+    for (std::size_t k = w + 1; k < out.size() && k - w < 64; ++k) bitmap |= 1ull << (63 - (k - w));
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(cack, 1, bitmap, out[x].f.bth.psn, out[x].f.ev)));
+    CHECK(t.peer->qp().stats.losses_path_order == 1);
+    const auto again = t.peer->sent();
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].f.bth.psn == out[w].f.bth.psn);
+    CHECK(again[0].f.bth.rtx);
+}
+
+TEST_CASE("Engine::sender_timers__an_ev_timeout_resends_what_it_carried", "[unit][core]") {
+    EngineConfig cfg;
+    cfg.ev_timeout_ns = 100'000;
+    Tx t(Tx::base_attr(), cfg);
+    const auto out = t.post(1);
+    REQUIRE(out.size() == 1);
+    const core::TimeNs sent_at = t.pair.now;
+    CHECK(t.pair.engines[1]->next_wakeup() <= sent_at + 100'000);
+    t.peer->at(sent_at + 99'999);
+    CHECK(t.peer->sent().empty());
+    t.peer->at(sent_at + 100'000);
+    const auto again = t.peer->sent();
+    const auto data = CraftedPeer::only(again, Opcode::write_only);
+    REQUIRE(data.size() == 1);
+    CHECK(data[0]->f.bth.psn == out[0].f.bth.psn);
+    CHECK(data[0]->f.bth.rtx);
+    CHECK(t.peer->qp().stats.ev_timeouts == 1);
+    CHECK(t.peer->qp().stats.losses_timeout == 1);
+    // The only packet of the EV was lost: its loss record stands out from
+    // the QP's, so the EV is retired, probed, and the resend takes another.
+    if (t.peer->qp().stats.ev_retirements == 1) {
+        const auto probes = CraftedPeer::only(again, Opcode::probe);
+        REQUIRE(probes.size() == 1);
+        CHECK(probes[0]->f.ev == out[0].f.ev);
+        CHECK(data[0]->f.ev != out[0].f.ev);
+    }
+}
+
+TEST_CASE("Engine::sender_timers__no_progress_for_the_retry_budget_is_retry_exc_err", "[unit][core]") {
+    QpAttr a = Tx::base_attr();
+    a.timeout_ns = 1'000'000;
+    a.retry_cnt = 1;  // budget 2 ms
+    Tx t(a);
+    REQUIRE(t.post(2, 5).size() == 2);
+    REQUIRE(t.post(1, 6).size() == 1);
+    const core::TimeNs start = t.pair.now;
+    for (core::TimeNs now = start; now < start + 2'100'000; now += 50'000) {
+        t.peer->at(now);
+        (void)t.peer->sent();  // resends go nowhere
+    }
+    const auto wc = t.peer->completions();
+    REQUIRE(wc.size() == 2);
+    CHECK(wc[0].wr_id == 5);
+    CHECK(wc[0].status == WcStatus::retry_exc_err);
+    CHECK(wc[1].wr_id == 6);
+    CHECK(wc[1].status == WcStatus::wr_flush_err);
+    CHECK(t.peer->qp().state == QpState::err);
+}
+
+TEST_CASE("Engine::on_aeth__nak_remote_access_errors_the_named_message", "[unit][core]") {
+    Tx t;
+    REQUIRE(t.post(2, 10).size() == 2);
+    REQUIRE(t.post(2, 11).size() == 2);
+    wire::FrameSpec s = t.peer->spec(Opcode::ack, psn_add(t.first_psn(), 0));
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), t.peer->qp().sq[1].msn};
+    t.peer->deliver(CraftedPeer::build(s));
+    const auto wc = t.peer->completions();
+    REQUIRE(wc.size() == 2);
+    CHECK(wc[0].wr_id == 10);
+    CHECK(wc[0].status == WcStatus::wr_flush_err);  // earlier, not confirmed any more
+    CHECK(wc[1].wr_id == 11);
+    CHECK(wc[1].status == WcStatus::rem_access_err);
+    CHECK(t.peer->qp().state == QpState::err);
+}
+
+TEST_CASE("Engine::on_aeth__a_nak_for_no_outstanding_message_is_forged", "[unit][core]") {
+    Tx t;
+    REQUIRE(t.post(1, 10).size() == 1);
+    wire::FrameSpec s = t.peer->spec(Opcode::ack, t.first_psn());
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), 0x777};
+    t.peer->deliver(CraftedPeer::build(s));
+    CHECK(t.drops(DropReason::forged_ack) == 1);
+    CHECK(t.peer->completions().empty());
+    CHECK(t.peer->qp().state == QpState::rts);
 }
