@@ -121,6 +121,7 @@ struct Setup {
         f.rx_pool_frames = 512;
         f.max_frame_bytes = 4096 + 256;
         f.ring_backpressure = true;          // a full ring refuses frames, as a NIC transmit queue does
+        f.zero_copy = true;                  // payload left in the sender's memory: the receiver's placement is the one copy
         return f;
     }
     static wire::Ipv6Addr addr(std::uint32_t i) {

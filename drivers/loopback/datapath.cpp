@@ -4,9 +4,11 @@
 // receive side (ring slots or the delivery heap → rx_burst). No lock is
 // taken here.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "drivers/loopback/fabric_impl.hpp"
 #include "drivers/loopback/frame_edit.hpp"
@@ -152,6 +154,21 @@ bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
             ep.tx_dropped_full.add();
             return true;
         }
+        // Zero copy: nothing on this link touches the frame, so the payload
+        // stays where it is and only headers and tail go into the slot.
+        if (cfg.zero_copy && gf.segment_count == 1 && !gf.payload_in_engine_memory &&
+            gf.segments[0].len >= cfg.zero_copy_min_bytes && cfg.queue.rate_bps == 0 &&
+            l.imp.load(std::memory_order_acquire) == nullptr) {
+            std::memcpy(slot, gf.header.data(), gf.header_len);
+            std::memcpy(slot + gf.header_len, gf.tail.data(), gf.tail_len);
+            const SpscRing::External ext{gf.segments[0].data, gf.segments[0].len, gf.header_len};
+            const std::uint64_t seq = ring->commit(now_ns + cfg.link_delay_ns, plane,
+                                                   static_cast<std::uint32_t>(gf.header_len + gf.tail_len), ext);
+            ep.lent_payloads.push_back({ep.tx_accepted, ring, seq, dst});
+            c.delivered.add();
+            c.zero_copy.add();
+            return true;
+        }
     } else {
         rx.take(static_cast<std::uint32_t>(len), true, buf);
         slot = rx.bufs[buf].data;
@@ -283,10 +300,12 @@ std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::span<driver::RxFr
     Receiver& rx = ep.rx;
     release_lent(endpoint);
     std::size_t count = 0;
-    auto emit = [&](const std::uint8_t* data, std::uint32_t len, std::uint8_t plane) {
-        out[count++] = driver::RxFrame{data, len, plane};
+    auto emit = [&](const std::uint8_t* data, std::uint32_t len, std::uint8_t plane,
+                    std::span<const std::uint8_t> payload = {}, std::uint16_t split = 0) {
+        out[count++] = driver::RxFrame{data, len, plane, payload.empty() ? nullptr : payload.data(),
+                                       static_cast<std::uint32_t>(payload.size()), split};
         ep.rx_frames.add();
-        ep.rx_bytes.add(len);
+        ep.rx_bytes.add(len + payload.size());
     };
     auto emit_due_from_pool = [&] {
         while (count < out.size() && !rx.heap.empty() && rx.heap.front().deliver_ns <= now_ns) {
@@ -306,18 +325,27 @@ std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::span<driver::RxFr
         while (ring.peek_at(lent, v)) {
             if (v.deliver_ns <= now_ns) {
                 if (count == out.size()) break;
-                emit(v.bytes.data(), static_cast<std::uint32_t>(v.bytes.size()), v.plane);
+                emit(v.bytes.data(), static_cast<std::uint32_t>(v.bytes.size()), v.plane, v.payload, v.split);
                 ++lent;
                 continue;
             }
             // Not due. Behind frames already lent, or with nothing behind it
             // that could be due earlier, it waits in the ring.
             if (lent > 0 || ring.time_ordered_after(0)) break;
-            // A later frame may overtake it: park it in the pool.
+            // A later frame may overtake it: park it in the pool, whole (a
+            // zero-copy payload is copied in: popping the slot releases it).
+            const std::size_t whole = v.bytes.size() + v.payload.size();
             std::uint32_t b = 0;
-            if (!rx.take(static_cast<std::uint32_t>(v.bytes.size()), false, b)) break;
-            std::copy(v.bytes.begin(), v.bytes.end(), rx.bufs[b].data);
-            rx.push(RxEntry{v.deliver_ns, rx.drain_seq++, b, static_cast<std::uint32_t>(v.bytes.size()), v.plane});
+            if (!rx.take(static_cast<std::uint32_t>(whole), false, b)) break;
+            std::uint8_t* to = rx.bufs[b].data;
+            if (v.payload.empty()) {
+                std::copy(v.bytes.begin(), v.bytes.end(), to);
+            } else {
+                std::copy_n(v.bytes.begin(), v.split, to);
+                std::copy(v.payload.begin(), v.payload.end(), to + v.split);
+                std::copy(v.bytes.begin() + v.split, v.bytes.end(), to + v.split + v.payload.size());
+            }
+            rx.push(RxEntry{v.deliver_ns, rx.drain_seq++, b, static_cast<std::uint32_t>(whole), v.plane});
             ring.pop();
         }
         rx.ring_lent[src] = lent;
@@ -351,6 +379,21 @@ public:
         Endpoint& ep = *f_.endpoints[e_];
         ep.attached.store(false, std::memory_order_release);
         f_.release_lent(e_);
+        // Zero copy: a receiver may still read payloads this endpoint lent
+        // it, in memory its owner frees once the device is gone. Wait until
+        // each is popped or its receiver has detached too, at most a second.
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (!ep.lent_payloads.empty()) {
+            const Endpoint::Lent& l = ep.lent_payloads.front();
+            if (l.ring->consumed(l.seq) || !f_.endpoints[l.dst]->attached.load(std::memory_order_acquire)) {
+                ep.lent_payloads.pop_front();
+            } else if (std::chrono::steady_clock::now() > give_up) {
+                ep.lent_payloads.clear();  // the receiver stopped polling for good
+                break;
+            } else {
+                std::this_thread::yield();
+            }
+        }
         if (!f_.real_time()) {
             // Frames still on their way to this endpoint have no receiver any more.
             Receiver& rx = ep.rx;
@@ -371,13 +414,16 @@ public:
 
     std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override {
         if (!f_.real_time()) f_.advance(now_ns);
+        Endpoint& ep = *f_.endpoints[e_];
         std::size_t accepted = 0;
-        while (accepted < frames.size() && f_.transmit(e_, frames[accepted], now_ns)) ++accepted;
-        f_.endpoints[e_]->tx_released += accepted;
+        while (accepted < frames.size() && f_.transmit(e_, frames[accepted], now_ns)) {
+            ++accepted;
+            ++ep.tx_accepted;
+        }
         return accepted;
     }
 
-    [[nodiscard]] std::uint64_t tx_release_count() const override { return f_.endpoints[e_]->tx_released; }
+    [[nodiscard]] std::uint64_t tx_release_count() const override { return f_.endpoints[e_]->released(); }
 
     std::size_t poll_link_events(std::span<driver::LinkEvent> out) override {
         Endpoint& ep = *f_.endpoints[e_];

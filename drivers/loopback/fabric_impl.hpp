@@ -23,6 +23,7 @@
 
 #include "drivers/loopback/loopback.hpp"
 #include "drivers/loopback/rng.hpp"
+#include "core/ring.hpp"
 #include "drivers/loopback/spsc_ring.hpp"
 
 namespace omrc::loopback {
@@ -47,7 +48,7 @@ private:
 /// Atomic mirror of LinkCounters (same fields, same meaning).
 struct LinkCounterSet {
     Counter delivered, lost_random, lost_burst, duplicated, corrupted, trimmed, blackholed, blackholed_ev, link_down,
-        queue_dropped, queue_trimmed, ecn_marked, ring_full;
+        queue_dropped, queue_trimmed, ecn_marked, ring_full, zero_copy;
     [[nodiscard]] LinkCounters snapshot() const noexcept;
 };
 
@@ -112,7 +113,23 @@ struct Endpoint {
     Receiver rx;
     Counter rx_frames, rx_bytes, tx_frames, tx_bytes, tx_dropped_link_down, tx_dropped_full;
     Counter unknown_destination, invalid_frames;
-    std::uint64_t tx_released = 0;  ///< frames accepted by tx_burst (driver thread)
+    std::uint64_t tx_accepted = 0;  ///< frames accepted by tx_burst so far (driver thread)
+    /// real_time zero copy (driver thread): frames whose payload a receiver
+    /// may still read, in acceptance order. Every frame accepted before the
+    /// oldest of them is released (the contiguous release watermark).
+    struct Lent {
+        std::uint64_t accept_index = 0;  ///< 0-based position among accepted frames
+        const SpscRing* ring = nullptr;
+        std::uint64_t seq = 0;           ///< SpscRing::commit() of the frame
+        std::uint32_t dst = 0;           ///< the receiving endpoint
+    };
+    mutable core::Ring<Lent> lent_payloads{1024};
+    /// tx_release_count(): the frames accepted before the oldest payload still lent.
+    [[nodiscard]] std::uint64_t released() const {
+        while (!lent_payloads.empty() && lent_payloads.front().ring->consumed(lent_payloads.front().seq))
+            lent_payloads.pop_front();
+        return lent_payloads.empty() ? tx_accepted : lent_payloads.front().accept_index;
+    }
 };
 
 /// A change scheduled at a virtual time.

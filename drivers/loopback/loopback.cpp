@@ -25,6 +25,7 @@ LinkCounters& LinkCounters::operator+=(const LinkCounters& o) noexcept {
     queue_trimmed += o.queue_trimmed;
     ecn_marked += o.ecn_marked;
     ring_full += o.ring_full;
+    zero_copy += o.zero_copy;
     return *this;
 }
 
@@ -43,6 +44,7 @@ LinkCounters LinkCounterSet::snapshot() const noexcept {
     c.queue_trimmed = queue_trimmed.get();
     c.ecn_marked = ecn_marked.get();
     c.ring_full = ring_full.get();
+    c.zero_copy = zero_copy.get();
     return c;
 }
 

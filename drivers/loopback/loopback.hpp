@@ -110,6 +110,16 @@ struct FabricConfig {
     /// real_time: a full ring refuses frames (tx_burst accepts a prefix)
     /// instead of dropping them.
     bool ring_backpressure = false;
+    /// real_time: frames whose payload is one piece of registered memory
+    /// (≥ zero_copy_min_bytes, not an inline copy) on links without
+    /// impairments or a queue model travel without their payload: the ring
+    /// slot holds headers, pad and ICRC, the receiver gets the payload as a
+    /// header split (RxFrame::payload) pointing into the sender's memory —
+    /// one copy in all, the receiver's placement, as a NIC's DMA would do.
+    /// tx_release_count() then passes such a frame only once the receiver
+    /// has popped it. Other frames are copied whole.
+    bool zero_copy = false;
+    std::uint32_t zero_copy_min_bytes = 512;
 };
 
 /// Counters of one link direction (src → dst, plane). Every frame that
@@ -130,6 +140,7 @@ struct LinkCounters {
     std::uint64_t queue_trimmed = 0;  ///< output queue overflow, trimmed (still delivered)
     std::uint64_t ecn_marked = 0;     ///< ECN set to CE by the output queue
     std::uint64_t ring_full = 0;      ///< real_time: the (src, dst) ring had no free slot
+    std::uint64_t zero_copy = 0;      ///< real_time zero copy: delivered with the payload left in place (in delivered too)
     LinkCounters& operator+=(const LinkCounters& o) noexcept;
 };
 

@@ -27,6 +27,17 @@ public:
         std::uint64_t deliver_ns = 0;  ///< delivery time stamped by the sender, ns (sender's clock)
         std::uint8_t plane = 0;
         std::span<const std::uint8_t> bytes{};
+        /// Zero copy: the payload stayed in the sender's memory; the frame
+        /// is bytes[0, split) + payload + bytes[split, ...) (RxFrame's
+        /// header split). Empty for a frame copied whole into its slot.
+        std::span<const std::uint8_t> payload{};
+        std::uint16_t split = 0;
+    };
+    /// Zero copy: where a committed frame's payload lies.
+    struct External {
+        const std::uint8_t* data = nullptr;
+        std::uint32_t len = 0;
+        std::uint16_t split = 0;  ///< slot bytes before the payload
     };
 
     /// `slots` must be a power of two ≥ 1; `slot_bytes` is the largest frame.
@@ -55,15 +66,28 @@ public:
         return &data_[(h & mask_) * slot_bytes_];
     }
 
-    /// Producer: publishes the slot reserve() returned, holding `len` bytes.
-    /// Tracks whether the frame is delivered earlier than a frame committed
-    /// before it (see time_ordered_after()).
-    void commit(std::uint64_t deliver_ns, std::uint8_t plane, std::uint32_t len) noexcept {
+    /// Producer: publishes the slot reserve() returned, holding `len` bytes
+    /// (and, zero copy, a payload elsewhere). Returns the frame's sequence
+    /// number (see consumed()). Tracks whether the frame is delivered
+    /// earlier than a frame committed before it (see time_ordered_after()).
+    std::uint64_t commit(std::uint64_t deliver_ns, std::uint8_t plane, std::uint32_t len,
+                         const External& ext) noexcept {
         const std::uint64_t h = head_.load(std::memory_order_relaxed);
         if (deliver_ns < max_deliver_ns_) last_overtaker_ = h + 1;
         else max_deliver_ns_ = deliver_ns;
-        meta_[h & mask_] = Meta{deliver_ns, last_overtaker_, len, plane};
+        meta_[h & mask_] = Meta{deliver_ns, last_overtaker_, ext.data, len, ext.len, ext.split, plane};
         head_.store(h + 1, std::memory_order_release);
+        return h;
+    }
+
+    std::uint64_t commit(std::uint64_t deliver_ns, std::uint8_t plane, std::uint32_t len) noexcept {
+        return commit(deliver_ns, plane, len, External{nullptr, 0, 0});
+    }
+
+    /// Producer: true once the consumer has popped frame `seq` (a value
+    /// commit() returned): it reads neither its slot nor its payload again.
+    [[nodiscard]] bool consumed(std::uint64_t seq) const noexcept {
+        return tail_.load(std::memory_order_acquire) > seq;
     }
 
     /// Producer: copies `bytes` (≤ slot_bytes()) into the next slot. False when full.
@@ -86,6 +110,8 @@ public:
         out.deliver_ns = meta_[i].deliver_ns;
         out.plane = meta_[i].plane;
         out.bytes = {&data_[i * slot_bytes_], meta_[i].len};
+        out.payload = {meta_[i].payload, meta_[i].payload_len};
+        out.split = meta_[i].split;
         return true;
     }
 
@@ -113,7 +139,10 @@ private:
         /// 1 + index of the latest frame, up to this one, delivered earlier
         /// than a frame committed before it; 0 = none so far.
         std::uint64_t last_overtaker = 0;
-        std::uint32_t len = 0;
+        const std::uint8_t* payload = nullptr;  ///< zero copy: payload in the sender's memory
+        std::uint32_t len = 0;                  ///< bytes in the slot
+        std::uint32_t payload_len = 0;
+        std::uint16_t split = 0;
         std::uint8_t plane = 0;
     };
     static constexpr std::size_t kLine = 64;

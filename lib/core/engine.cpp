@@ -468,7 +468,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     ++stats_.rx_frames;
     wire::FrameView f;
     const wire::ParseOptions opts{.verify_icrc = cfg_.verify_icrc};
-    const wire::WireError e = wire::parse_frame_view({frame.data, frame.len}, opts, f);
+    const wire::WireError e = wire::parse_frame_view(frame, opts, f);
     if (e != wire::WireError::ok) {
         ++stats_.rx_wire_errors[static_cast<std::size_t>(e)];
         return;

@@ -55,9 +55,10 @@ std::size_t ProgressLoop::receive(core::TimeNs now) {
         const std::size_t n = drv_.rx_burst(rx_buf_, now);
         if (n == 0) return total;
         ++stats_.rx_bursts;
-        // The burst's views stay valid until the next rx_burst() call.
-        for (std::size_t i = 0; i < n; ++i)
-            engine_.on_rx({rx_buf_[i].data, rx_buf_[i].len}, rx_buf_[i].plane, now);
+        // The burst's views stay valid until the next rx_burst() call. One
+        // engine call per burst: acknowledgements are decided once per QP
+        // at its end.
+        engine_.on_rx_burst(std::span(rx_buf_).first(n), now);
         total += n;
         stats_.rx_frames += n;
         if (n < rx_buf_.size()) return total;

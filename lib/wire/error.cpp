@@ -25,6 +25,7 @@ std::string_view to_string(WireError e) noexcept {
         case WireError::bad_pad: return "bad_pad";
         case WireError::truncated_icrc: return "truncated_icrc";
         case WireError::bad_icrc: return "bad_icrc";
+        case WireError::bad_split: return "bad_split";
         case WireError::bad_field: return "bad_field";
         case WireError::usid_too_many: return "usid_too_many";
         case WireError::usid_zero: return "usid_zero";

@@ -33,6 +33,7 @@ enum class WireError : std::uint8_t {
     usid_too_many,         ///< more than six uSIDs for one F3216 container
     usid_zero,             ///< a uSID of 0x0000 inside a path (0 ends a container)
     usid_no_match,         ///< DA does not match this node's block + uSID
+    bad_split,             ///< a header-split frame whose split is not where its payload starts
     count_                 ///< number of reasons (array size for counters)
 };
 

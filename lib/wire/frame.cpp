@@ -171,25 +171,41 @@ WireError check_ext_fields(Opcode op, std::span<const std::uint8_t> ext) noexcep
 
 }  // namespace
 
-WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptions& opts, FrameView& out) noexcept {
-    out.frame = frame;
+namespace {
+
+/// The bytes of one frame as a driver hands them over: all in `head`, or
+/// (header split) headers in head[0, split), the payload elsewhere, then
+/// pad and ICRC in head[split, ...).
+struct FramePieces {
+    std::span<const std::uint8_t> head;
+    std::span<const std::uint8_t> payload;  ///< header split only
+    std::size_t split = 0;                  ///< header split: bytes of head before the payload; else head.size()
+    bool is_split = false;
+    [[nodiscard]] std::size_t total() const noexcept { return head.size() + payload.size(); }
+};
+
+WireError parse_pieces(const FramePieces& in, const ParseOptions& opts, FrameView& out) noexcept {
+    out.frame = in.head;
     out.trim = TrimKind::none;
     out.has_meth = out.has_tseth = false;
     out.payload = {};
-    if (frame.size() < EthHdr::kSize) return WireError::truncated_eth;
-    if (load_be16(&frame[12]) != kEthertypeIpv6) return WireError::not_ipv6;
+    // Headers are read from `hdr` only: never from beyond the split.
+    const std::span<const std::uint8_t> hdr = in.head.first(in.split);
+    const std::size_t total = in.total();
+    if (hdr.size() < EthHdr::kSize) return WireError::truncated_eth;
+    if (load_be16(&hdr[12]) != kEthertypeIpv6) return WireError::not_ipv6;
     std::size_t off = EthHdr::kSize;
 
     Ipv6Hdr first{};
-    WireError e = Ipv6Hdr::decode(frame.subspan(off), first);
+    WireError e = Ipv6Hdr::decode(hdr.subspan(off), first);
     if (e != WireError::ok) return e;
     off += Ipv6Hdr::kSize;
     // End of the IPv6 packet as claimed; a frame may be longer (Ethernet pad)
     // or shorter (trimmed, truncated).
     const std::size_t claimed_end = off + first.payload_len;
-    const bool short_frame = frame.size() < claimed_end;
-    const std::size_t end = std::min(claimed_end, frame.size());
-    const auto avail = [&](std::size_t from) { return frame.subspan(from, end > from ? end - from : 0); };
+    const bool short_frame = total < claimed_end;
+    const std::size_t end = std::min({claimed_end, total, hdr.size()});
+    const auto avail = [&](std::size_t from) { return hdr.subspan(from, end > from ? end - from : 0); };
 
     const std::uint8_t marked_tc = first.traffic_class;
     std::uint8_t inner_tc = first.traffic_class;
@@ -226,7 +242,7 @@ WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptio
     if (load_be16(&udp_bytes[2]) != kRoceUdpPort) return WireError::not_roce_port;
     if (udp_len != ip_payload_len) return WireError::bad_udp_len;
     if (udp_len < UdpHdr::kSize + BthHdr::kSize + kIcrcSize) return WireError::bad_udp_len;
-    const std::uint32_t flow_label = load_be32(frame.data() + ip_start) & 0xFFFFFu;
+    const std::uint32_t flow_label = load_be32(hdr.data() + ip_start) & 0xFFFFFu;
     out.ev = ev_from_wire(load_be16(&udp_bytes[0]), flow_label);
     out.ecn = marked_tc & 0x3;
     off += UdpHdr::kSize;
@@ -247,18 +263,21 @@ WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptio
         else if (short_frame)
             out.trim = TrimKind::short_length;
         if (out.trim != TrimKind::none) {
+            if (in.is_split) return WireError::bad_split;  // a trimmed frame has no payload to split off
             out.has_meth = avail(off).size() >= MethHdr::kSize;
             out.has_tseth = out.has_meth && out.bth.ts && avail(off).size() >= MethHdr::kSize + TsethHdr::kSize;
             return WireError::ok;
         }
     }
-    if (short_frame) return WireError::truncated_ext;
+    if (short_frame) return in.is_split ? WireError::bad_split : WireError::truncated_ext;
 
     const std::size_t ext_len = ext_header_size(op, out.bth.ts);
     const std::size_t icrc_off = claimed_end - kIcrcSize;
     if (off + ext_len > claimed_end) return WireError::truncated_ext;
     if (off + ext_len > icrc_off) return WireError::truncated_icrc;
-    if ((e = check_ext_fields(op, frame.subspan(off, ext_len))) != WireError::ok) return e;
+    // A split frame's payload starts right after the extension headers.
+    if (in.is_split && (!is_data_opcode(op) || off + ext_len != in.split)) return WireError::bad_split;
+    if ((e = check_ext_fields(op, hdr.subspan(off, ext_len))) != WireError::ok) return e;
     if (is_data_opcode(op)) {
         out.has_meth = true;
         out.has_tseth = out.bth.ts;
@@ -268,11 +287,37 @@ WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptio
     const std::size_t body = icrc_off - off;  // payload + pad
     if (out.bth.pad_count > body) return WireError::bad_pad;
     if (!is_data_opcode(op) && body != 0) return WireError::bad_field;
-    out.payload = frame.subspan(off, body - out.bth.pad_count);
-    if (opts.verify_icrc &&
-        icrc_compute(frame.subspan(out.ip_offset, icrc_off - out.ip_offset)) != load_le32(frame.data() + icrc_off))
-        return WireError::bad_icrc;
+    if (!in.is_split) {
+        out.payload = in.head.subspan(off, body - out.bth.pad_count);
+        if (opts.verify_icrc && icrc_compute(in.head.subspan(out.ip_offset, icrc_off - out.ip_offset)) !=
+                                    load_le32(in.head.data() + icrc_off))
+            return WireError::bad_icrc;
+        return WireError::ok;
+    }
+    // Header split: the payload piece is exactly the payload; pad and ICRC
+    // follow the split in head (everything past them is Ethernet pad).
+    if (in.payload.size() != body - out.bth.pad_count) return WireError::bad_split;
+    out.payload = in.payload;
+    const std::size_t tail_icrc = in.split + out.bth.pad_count;  // ICRC offset within head
+    if (opts.verify_icrc) {
+        const std::span<const std::uint8_t> pieces[2] = {in.payload, in.head.subspan(in.split, out.bth.pad_count)};
+        if (icrc_compute_pieces(hdr.subspan(out.ip_offset), pieces, 0) != load_le32(in.head.data() + tail_icrc))
+            return WireError::bad_icrc;
+    }
     return WireError::ok;
+}
+
+}  // namespace
+
+WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptions& opts, FrameView& out) noexcept {
+    return parse_pieces({frame, {}, frame.size(), false}, opts, out);
+}
+
+WireError parse_frame_view(const RxFrame& frame, const ParseOptions& opts, FrameView& out) noexcept {
+    const std::span<const std::uint8_t> head(frame.data, frame.len);
+    if (frame.payload == nullptr) return parse_pieces({head, {}, head.size(), false}, opts, out);
+    if (frame.split > frame.len) return WireError::bad_split;
+    return parse_pieces({head, {frame.payload, frame.payload_len}, frame.split, true}, opts, out);
 }
 
 WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& opts, ParsedFrame& out) noexcept {

@@ -12,11 +12,12 @@
 #include <span>
 
 #include "wire/frame.hpp"
+#include "wire/rx_frame.hpp"
 
 namespace omrc::wire {
 
 struct FrameView {
-    std::span<const std::uint8_t> frame{};   ///< the whole frame
+    std::span<const std::uint8_t> frame{};   ///< the whole frame (header split: headers, pad and ICRC)
     FrameMode mode = FrameMode::plain;
     TrimKind trim = TrimKind::none;
     std::uint8_t ecn = 0;         ///< ECN of the header the fabric marks (outer in srv6 mode)
@@ -65,5 +66,10 @@ private:
 /// Validates `frame` exactly as parse_frame() does (same checks, same first
 /// error) and fills the view. Never reads outside the frame.
 WireError parse_frame_view(std::span<const std::uint8_t> frame, const ParseOptions& opts, FrameView& out) noexcept;
+
+/// The same for a frame as a driver hands it over, contiguous or header
+/// split (RxFrame::payload). `frame` (FrameView::frame) is then the header
+/// and tail bytes only; `payload` points at the driver's payload piece.
+WireError parse_frame_view(const RxFrame& frame, const ParseOptions& opts, FrameView& out) noexcept;
 
 }  // namespace omrc::wire

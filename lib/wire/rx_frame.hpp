@@ -11,6 +11,17 @@ struct RxFrame {
     const std::uint8_t* data = nullptr;
     std::uint32_t len = 0;
     std::uint8_t plane = 0;  ///< port (plane) the frame arrived on
+    /// Header split (a driver that keeps the payload where it is, as NICs
+    /// with header/data split do): when `payload` is set the frame is
+    /// data[0, split) + payload[0, payload_len) + data[split, len), where
+    /// `split` must be the end of the extension headers (the parser checks
+    /// it: WireError::bad_split) and data[split, len) holds pad and ICRC.
+    /// Both pieces are valid for as long as `data` is.
+    const std::uint8_t* payload = nullptr;
+    std::uint32_t payload_len = 0;
+    std::uint16_t split = 0;
+
+    [[nodiscard]] std::uint32_t frame_len() const noexcept { return len + payload_len; }
 };
 
 }  // namespace omrc::wire

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target for the frame parser and the uSID codec. Any frame the
 // parser accepts must re-encode to the same bytes (for untrimmed frames) and
-// the uN operation must never fail on an address it accepted.
+// the uN operation must never fail on an address it accepted. The same bytes
+// are also cut into a header-split RxFrame (headers, payload elsewhere, pad
+// and ICRC) at an offset the input chooses: accepted only when the cut is
+// where the payload starts, and then read exactly as the whole frame.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "wire/frame.hpp"
+#include "wire/frame_view.hpp"
 #include "wire/usid.hpp"
 
 using namespace omrc::wire;
@@ -46,6 +50,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (parse_frame(std::span(out).first(len), {}, q) != WireError::ok) std::abort();
         if (q.bth.opcode != p.bth.opcode || q.bth.psn != p.bth.psn || q.bth.dest_qp != p.bth.dest_qp || q.ev != p.ev || q.payload.size() != p.payload.size()) std::abort();
         if (!std::equal(q.payload.begin(), q.payload.end(), p.payload.begin())) std::abort();
+    }
+    if (size >= 4) {
+        // Header split at the offset named by the first two bytes, payload
+        // up to the offset named by the next two (exact-size buffers).
+        const std::size_t split = (std::size_t{data[0]} << 8 | data[1]) % (size + 1);
+        const std::size_t pay = std::min<std::size_t>((std::size_t{data[2]} << 8 | data[3]) % (size + 1), size - split);
+        std::vector<std::uint8_t> head(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(split));
+        head.insert(head.end(), frame.begin() + static_cast<std::ptrdiff_t>(split + pay), frame.end());
+        std::vector<std::uint8_t> payload(frame.begin() + static_cast<std::ptrdiff_t>(split),
+                                          frame.begin() + static_cast<std::ptrdiff_t>(split + pay));
+        const RxFrame rx{head.data(), static_cast<std::uint32_t>(head.size()), 0,
+                         payload.empty() ? reinterpret_cast<const std::uint8_t*>(&size) : payload.data(),
+                         static_cast<std::uint32_t>(payload.size()), static_cast<std::uint16_t>(split)};
+        FrameView v, whole;
+        if (split <= 0xFFFF && parse_frame_view(rx, {}, v) == WireError::ok) {
+            // Accepted split: the contiguous frame parses the same.
+            if (parse_frame_view(frame, {}, whole) != WireError::ok) std::abort();
+            if (v.payload.size() != whole.payload.size() || v.bth.psn != whole.bth.psn ||
+                v.bth.opcode != whole.bth.opcode || v.ev != whole.ev)
+                std::abort();
+            if (!std::equal(v.payload.begin(), v.payload.end(), whole.payload.begin())) std::abort();
+        }
     }
     if (size >= 16) {
         Ipv6Addr da;

@@ -17,6 +17,7 @@
 #include "drivers/loopback/rng.hpp"
 #include "wire/bytes.hpp"
 #include "wire/frame.hpp"
+#include "wire/frame_view.hpp"
 #include "wire/sample_frames.hpp"
 
 using namespace omrc;
@@ -944,6 +945,72 @@ TEST_CASE("Fabric::real_time__ring_backpressure_accepts_a_prefix", "[unit][loopb
     REQUIRE(got.size() == 36);
     for (std::uint32_t i = 0; i < 36; ++i) CHECK(got[i].bytes == frames[64 + i]);
     CHECK(d0->stats().tx_dropped_full == 0);
+}
+
+TEST_CASE("Fabric::real_time__zero_copy_lends_the_payload_until_the_next_rx_burst", "[unit][loopback]") {
+    FabricConfig c = virtual_config(2, 2, 0);
+    c.mode = ClockMode::real_time;
+    c.max_frame_bytes = 4096 + 256;
+    c.ring_slots = 64;
+    c.zero_copy = true;
+    Fabric fab(c);
+    auto d0 = fab.attach(0);
+    auto d1 = fab.attach(1);
+    // A real data frame whose payload (1 KiB) stays in "registered memory".
+    wire::SampleFrame big = sample("plain/WRITE_MIDDLE");
+    big.payload.assign(1024, 0x3C);
+    Bytes whole = make_frame(big, 0, 1, 0, 0x1000A000, 7);
+    wire::ParsedFrame pf = parse(whole);
+    const std::size_t hlen = static_cast<std::size_t>(pf.payload.data() - whole.data());
+    Bytes payload(pf.payload.begin(), pf.payload.end());
+    REQUIRE(payload.size() >= c.zero_copy_min_bytes);
+    wire::GatherFrame g;
+    g.plane = 0;
+    g.header_len = static_cast<std::uint16_t>(hlen);
+    std::copy_n(whole.begin(), hlen, g.header.begin());
+    g.segment_count = 1;
+    g.segments[0] = {payload.data(), static_cast<std::uint32_t>(payload.size())};
+    g.tail_len = static_cast<std::uint8_t>(whole.size() - hlen - payload.size());
+    std::copy(whole.end() - g.tail_len, whole.end(), g.tail.begin());
+    REQUIRE(d0->tx_burst({&g, 1}, 0) == 1);
+    CHECK(d0->tx_release_count() == 0);  // lent to the receiver
+    // A frame copied whole (small payload) behind it is released only with it.
+    const Bytes small = data_frame(0, 1, 0, 0x1000A000, 8);
+    REQUIRE(send(*d0, small, 0, 0) == 1);
+    CHECK(d0->tx_release_count() == 0);
+
+    std::array<driver::RxFrame, 8> rx;
+    REQUIRE(d1->rx_burst(rx, 1) == 2);
+    CHECK(rx[0].payload == payload.data());  // no copy on the way
+    CHECK(rx[0].payload_len == payload.size());
+    CHECK(rx[0].split == hlen);
+    CHECK(rx[0].frame_len() == whole.size());
+    wire::FrameView v;
+    REQUIRE(wire::parse_frame_view(rx[0], {}, v) == wire::WireError::ok);
+    CHECK(v.bth.psn == 7);
+    CHECK(rx[1].payload == nullptr);
+    CHECK(Bytes(rx[1].data, rx[1].data + rx[1].len) == small);
+    CHECK(d0->tx_release_count() == 0);  // still in use until the receiver's next burst
+    CHECK(d1->rx_burst(rx, 2) == 0);
+    CHECK(d0->tx_release_count() == 2);
+    CHECK(fab.link_counters(0, 1, 0).zero_copy == 1);
+    CHECK(fab.link_counters(0, 1, 0).delivered == 2);
+    CHECK(d1->stats().rx_bytes == whole.size() + small.size());
+
+    // An impaired link copies everything (the impairments edit frames in place).
+    Impairment imp;
+    imp.delay.extra_ns = 1;
+    fab.set_impairment(0, 1, 1, imp);
+    g.plane = 1;
+    whole = make_frame(big, 0, 1, 1, 0x1000A000, 9);
+    std::copy_n(whole.begin(), hlen, g.header.begin());
+    std::copy(whole.end() - g.tail_len, whole.end(), g.tail.begin());
+    REQUIRE(d0->tx_burst({&g, 1}, 10) == 1);
+    CHECK(d0->tx_release_count() == 3);
+    REQUIRE(d1->rx_burst(rx, 20) == 1);
+    CHECK(rx[0].payload == nullptr);
+    CHECK(Bytes(rx[0].data, rx[0].data + rx[0].len) == whole);
+    CHECK(fab.link_counters(0, 1, 1).zero_copy == 0);
 }
 
 TEST_CASE("Fabric::real_time__two_threads_exchange_frames", "[unit][loopback]") {

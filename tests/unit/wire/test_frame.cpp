@@ -5,6 +5,7 @@
 #include "wire/bytes.hpp"
 #include "wire/ev.hpp"
 #include "wire/frame.hpp"
+#include "wire/frame_view.hpp"
 #include "wire/sample_frames.hpp"
 #include "wire/usid.hpp"
 
@@ -133,6 +134,97 @@ TEST_CASE("parse_frame__every_sample_roundtrips", "[unit][wire]") {
         if (op == Opcode::probe) CHECK(p.peth == s.spec.peth);
         if (op == Opcode::ep_request || op == Opcode::ep_response) CHECK(p.erth == s.spec.erth);
         if (s.spec.mode == FrameMode::srv6) CHECK(p.outer.dst == s.spec.outer.dst);
+    }
+}
+
+namespace {
+
+/// The sample as a driver with header split hands it over: headers and
+/// tail in one buffer, the payload in another.
+struct SplitFrame {
+    std::vector<std::uint8_t> head, payload;
+    RxFrame rx;
+};
+SplitFrame split_sample(const SampleFrame& s) {
+    SplitFrame f;
+    const std::size_t hlen = header_size(s.spec);
+    f.head.assign(s.bytes.begin(), s.bytes.begin() + static_cast<std::ptrdiff_t>(hlen));
+    f.head.insert(f.head.end(), s.bytes.begin() + static_cast<std::ptrdiff_t>(hlen + s.payload.size()), s.bytes.end());
+    f.payload = s.payload;
+    f.rx = {f.head.data(), static_cast<std::uint32_t>(f.head.size()), 0, f.payload.data(),
+            static_cast<std::uint32_t>(f.payload.size()), static_cast<std::uint16_t>(hlen)};
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("parse_frame_view__header_split_reads_as_the_whole_frame", "[unit][wire]") {
+    std::size_t data_samples = 0;
+    for (const auto& s : make_sample_frames()) {
+        if (!is_data_opcode(s.spec.bth.opcode) || s.payload.empty()) continue;
+        INFO(s.name);
+        ++data_samples;
+        FrameView whole, split;
+        REQUIRE(parse_frame_view(s.bytes, {}, whole) == WireError::ok);
+        SplitFrame f = split_sample(s);
+        REQUIRE(parse_frame_view(f.rx, {}, split) == WireError::ok);  // ICRC checked over both pieces
+        CHECK(split.payload.data() == f.payload.data());
+        CHECK(std::vector<std::uint8_t>(split.payload.begin(), split.payload.end()) == s.payload);
+        CHECK(split.bth.psn == whole.bth.psn);
+        CHECK(split.bth.opcode == whole.bth.opcode);
+        CHECK(split.ev == whole.ev);
+        CHECK(split.reth() == whole.reth());
+        CHECK(split.meth() == whole.meth());
+        CHECK(split.ip_src_addr() == whole.ip_src_addr());
+        // A contiguous RxFrame is the plain parse.
+        const RxFrame contiguous{s.bytes.data(), static_cast<std::uint32_t>(s.bytes.size()), 0};
+        FrameView again;
+        CHECK(parse_frame_view(contiguous, {}, again) == WireError::ok);
+        CHECK(again.payload.data() == whole.payload.data());
+    }
+    CHECK(data_samples >= 8);
+}
+
+TEST_CASE("parse_frame_view__header_split_rejects_what_does_not_fit", "[unit][wire]") {
+    const auto samples = make_sample_frames();
+    const auto it = std::find_if(samples.begin(), samples.end(), [](const SampleFrame& s) {
+        return s.name == "plain/WRITE_MIDDLE";
+    });
+    REQUIRE(it != samples.end());
+    FrameView v;
+    {
+        SplitFrame f = split_sample(*it);
+        f.payload[3] ^= 0x10;  // a payload bit: the ICRC covers the payload piece
+        CHECK(parse_frame_view(f.rx, {}, v) == WireError::bad_icrc);
+        ParseOptions no_icrc;
+        no_icrc.verify_icrc = false;
+        CHECK(parse_frame_view(f.rx, no_icrc, v) == WireError::ok);
+    }
+    {
+        SplitFrame f = split_sample(*it);
+        f.rx.split = static_cast<std::uint16_t>(f.rx.split - 4);  // inside the extension headers
+        CHECK(parse_frame_view(f.rx, {}, v) == WireError::bad_split);
+        f.rx.split = static_cast<std::uint16_t>(f.rx.len + 1);  // beyond the head buffer
+        CHECK(parse_frame_view(f.rx, {}, v) == WireError::bad_split);
+    }
+    {
+        SplitFrame f = split_sample(*it);
+        f.rx.payload_len -= 4;  // the pieces do not add up to the frame's lengths
+        CHECK(parse_frame_view(f.rx, {}, v) == WireError::bad_split);
+        f.rx.payload_len += 8;
+        CHECK(parse_frame_view(f.rx, {}, v) == WireError::bad_split);
+    }
+    {
+        // A control frame never has a payload piece.
+        const auto sack = std::find_if(samples.begin(), samples.end(), [](const SampleFrame& s) {
+            return s.name == "plain/SACK";
+        });
+        REQUIRE(sack != samples.end());
+        const std::uint8_t junk[4] = {};
+        const std::size_t hlen = header_size(sack->spec);
+        const RxFrame rx{sack->bytes.data(), static_cast<std::uint32_t>(sack->bytes.size()), 0, junk, 0,
+                         static_cast<std::uint16_t>(hlen)};
+        CHECK(parse_frame_view(rx, {}, v) == WireError::bad_split);
     }
 }
 
