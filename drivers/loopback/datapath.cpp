@@ -415,6 +415,7 @@ public:
     std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override {
         if (!f_.real_time()) f_.advance(now_ns);
         Endpoint& ep = *f_.endpoints[e_];
+        (void)ep.released();  // forgets payloads the receivers are done with (bounded by the rings)
         std::size_t accepted = 0;
         while (accepted < frames.size() && f_.transmit(e_, frames[accepted], now_ns)) {
             ++accepted;

@@ -124,7 +124,9 @@ struct Endpoint {
         std::uint32_t dst = 0;           ///< the receiving endpoint
     };
     mutable core::Ring<Lent> lent_payloads{1024};
-    /// tx_release_count(): the frames accepted before the oldest payload still lent.
+    /// tx_release_count(): the frames accepted before the oldest payload
+    /// still lent. Also called by every tx_burst, so the list holds at most
+    /// what the rings hold.
     [[nodiscard]] std::uint64_t released() const {
         while (!lent_payloads.empty() && lent_payloads.front().ring->consumed(lent_payloads.front().seq))
             lent_payloads.pop_front();

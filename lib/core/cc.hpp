@@ -17,6 +17,9 @@ struct AckSample {
     std::uint64_t rtt_ns = 0;       ///< from the echoed TSETH timestamp; 0 = no sample
     bool ecn = false;               ///< the triggering packet carried CE
     TimeNs now = 0;
+    /// Bytes the receiver says it got since its previous SACK (CC_STATE
+    /// rcvd_bytes), counting packets no bitmap reported; 0 = not known.
+    std::uint64_t delivered_bytes = 0;
 };
 
 class CongestionControl {
@@ -27,6 +30,12 @@ public:
     virtual void on_trim(TimeNs now) = 0;
     /// Loss inferred or an EV timed out.
     virtual void on_loss(TimeNs now) = 0;
+    /// The receiver asks for a smaller window (CC_STATE penalty, 1..127:
+    /// 127 = one packet per round trip).
+    virtual void on_penalty(std::uint8_t penalty, TimeNs now) { (void)penalty, (void)now; }
+    /// The receiver says the last loss reaction was spurious (CC_STATE
+    /// restore_cwnd: a retransmission it already had): undo it.
+    virtual void on_restore(TimeNs now) { (void)now; }
     [[nodiscard]] virtual std::uint64_t window_bytes() const = 0;
     [[nodiscard]] virtual const char* name() const = 0;
 };
@@ -55,6 +64,8 @@ public:
     void on_ack(const AckSample& s) override;
     void on_trim(TimeNs now) override { quick_adapt(now); }
     void on_loss(TimeNs now) override { quick_adapt(now); }
+    void on_penalty(std::uint8_t penalty, TimeNs now) override;
+    void on_restore(TimeNs now) override;
     [[nodiscard]] std::uint64_t window_bytes() const override { return static_cast<std::uint64_t>(cwnd_); }
     [[nodiscard]] const char* name() const override { return "nscc"; }
 
@@ -67,6 +78,8 @@ private:
     std::uint64_t target_ns_;
     TimeNs last_decrease_ns_ = 0;
     TimeNs last_adapt_ns_ = 0;
+    TimeNs last_penalty_ns_ = 0;
+    double before_adapt_ = 0;   ///< window before the last quick adapt (0 = none to restore)
     TimeNs rtt_epoch_start_ns_ = 0;
     std::uint64_t acked_this_epoch_ = 0;   ///< bytes acknowledged since rtt_epoch_start
     std::uint64_t acked_last_epoch_ = 0;   ///< bytes acknowledged in the previous base RTT

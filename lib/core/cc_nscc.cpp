@@ -21,7 +21,9 @@ void Nscc::on_ack(const AckSample& s) {
         acked_this_epoch_ = 0;
         rtt_epoch_start_ns_ = s.now;
     }
-    acked_this_epoch_ += s.acked_bytes;
+    // Delivered bytes, when the receiver reports them, count packets no
+    // bitmap acknowledged: the better measure for quick adapt.
+    acked_this_epoch_ += s.delivered_bytes != 0 ? s.delivered_bytes : s.acked_bytes;
     if (s.acked_bytes == 0) return;
     const double acked = static_cast<double>(s.acked_bytes);
     const std::uint64_t delay = s.rtt_ns > base_rtt_ns_ ? s.rtt_ns - base_rtt_ns_ : 0;
@@ -46,8 +48,23 @@ void Nscc::on_ack(const AckSample& s) {
 void Nscc::quick_adapt(TimeNs now) {
     if (now < last_adapt_ns_ + base_rtt_ns_ && last_adapt_ns_ != 0) return;
     last_adapt_ns_ = now;
+    before_adapt_ = cwnd_;
     const double delivered = static_cast<double>(std::max(acked_last_epoch_, acked_this_epoch_));
     cwnd_ = std::clamp(std::min(cwnd_, delivered), min_cwnd_, max_cwnd_);
+}
+
+void Nscc::on_penalty(std::uint8_t penalty, TimeNs now) {
+    if (penalty == 0 || (last_penalty_ns_ != 0 && now < last_penalty_ns_ + base_rtt_ns_)) return;
+    last_penalty_ns_ = now;
+    // 127 takes the window to one MTU; smaller penalties in proportion.
+    const double keep = 1.0 - std::min(1.0, static_cast<double>(penalty) / 127.0);
+    cwnd_ = std::clamp(min_cwnd_ + (cwnd_ - min_cwnd_) * keep, min_cwnd_, max_cwnd_);
+}
+
+void Nscc::on_restore(TimeNs) {
+    if (before_adapt_ <= 0) return;
+    cwnd_ = std::clamp(std::max(cwnd_, before_adapt_), min_cwnd_, max_cwnd_);
+    before_adapt_ = 0;
 }
 
 std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes) {

@@ -59,6 +59,11 @@ struct EngineConfig {
     // the delay bound sends it.
     std::uint32_t ack_every_pkts = 16;         ///< coalescing count, 1..64 (one SACK bitmap)
     std::uint64_t ack_delay_ns = 2'000;        ///< longest a received packet waits for its SACK
+    /// Also send a positive Transport ACK (0xD1, AETH syndrome 0, BTH.PSN =
+    /// cumulative PSN, MSN = messages completed) with every SACK, for
+    /// requesters that complete work requests on them. Received ones are
+    /// always understood.
+    bool send_transport_acks = false;
 
     // Paths.
     std::uint64_t ev_timeout_ns = 200'000;     ///< EV timeout before any RTT sample
@@ -89,7 +94,7 @@ struct QpAttr {
     // RTR
     std::uint32_t dest_qp_num = 0;      ///< peer QPN (24 bits)
     std::uint32_t rq_psn = 0;           ///< first PSN expected from the peer
-    std::uint16_t dest_conn_id = 0;     ///< peer's connection id (learnt out of band)
+    std::uint16_t dest_conn_id = 0;     ///< ignored: the peer's connection id is its QPN's low 16 bits (as MRC builders fill spdcid/dpdcid)
     wire::Ipv6Addr peer_addr{};         ///< peer NIC inner IPv6 address
     PlaneMacs peer_macs{};              ///< next-hop MAC per plane
     std::uint32_t peer_host = 0;        ///< srv6 mode: peer host index in the fabric

@@ -38,6 +38,8 @@ namespace {
 constexpr std::uint32_t kQpIndexBits = 12;
 constexpr std::uint32_t kQpIndexMask = (1u << kQpIndexBits) - 1;
 
+constexpr std::uint16_t conn_id_of(std::uint32_t qpn) noexcept { return static_cast<std::uint16_t>(qpn & 0xFFFF); }
+
 }  // namespace
 
 Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
@@ -61,6 +63,7 @@ SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
             else if constexpr (std::is_same_v<T, CmdPostSend>) return post_send(c, now);
             else if constexpr (std::is_same_v<T, CmdPostRecv>) return post_recv(c);
             else if constexpr (std::is_same_v<T, CmdLinkChange>) return link_change(c, now);
+            else if constexpr (std::is_same_v<T, CmdProbeEv>) return probe_ev(c, now);
             else {
                 Qp* qp = qp_by_num(c.qpn);
                 if (qp == nullptr) return {EINVAL};
@@ -105,9 +108,10 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     // reused soon (stale packets then find no QP).
     qpn_generation_ = (qpn_generation_ % 4095) + 1;
     qp->qpn = (qpn_generation_ << kQpIndexBits) | index;
-    do {
-        qp->conn_id = static_cast<std::uint16_t>(rng_.next_u32());
-    } while (qp->conn_id == 0);
+    // Connection ids (SETH/NETH/PETH spdcid and dpdcid) are the QPNs' low 16
+    // bits, as the public MRC builders fill them: a peer NIC that never took
+    // part in our connection setup fills the same values.
+    qp->conn_id = conn_id_of(qp->qpn);
     qp->caps = c.caps;
     qp->sq.resize(c.caps.max_send_wr);
     const std::uint32_t qpn = qp->qpn;
@@ -145,7 +149,7 @@ void Engine::prepare_specs(Qp& qp) {
     data.outer.set_dscp(cfg_.dscp_data);
     data.outer.set_ecn(2);
     data.bth.ts = true;
-    data.tseth = {0, true, 0};
+    data.tseth = {0, false, wire::mrc::kFtypeTransmitTimestamp};  // a transmit time in 128 ns ticks
     (void)qp.data_tmpl.init(data);  // no SRH: the outer destination carries the whole uSID path
     for (std::uint32_t p = 0; p < cfg_.planes; ++p) {
         std::memcpy(qp.plane_macs[p].data(), qp.attr.peer_macs[p].data(), 6);
@@ -196,6 +200,7 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->attr = a;
         qp->attr.access_flags = access;
         qp->attr.pd = pd;
+        qp->attr.dest_conn_id = conn_id_of(a.dest_qp_num);  // whatever the caller passed
         qp->attr.mpr = mpr;
         qp->rcv_window = mpr * 128;
         qp->rcv_bitmap.assign(qp->rcv_window / 64, 0);
@@ -372,6 +377,8 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
     qp.inflight_bytes = 0;
     qp.snd_una = qp.snd_nxt;
     qp.untracked = 0;
+    qp.acked_above_una = 0;
+    qp.peer_held_unreported_bytes = 0;
     qp.ack_deadline = kNever;
     qp.next_scan_ns = kNever;
 }
@@ -475,7 +482,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     }
     const wire::Opcode op = f.bth.opcode;
     if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
-        on_endpoint(f, now);
+        on_endpoint(f, frame.plane, now);
         return;
     }
     Qp* qp = qp_by_num(f.bth.dest_qp);
@@ -494,7 +501,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
         case wire::Opcode::ack:
             if (qp->state != QpState::rts) return drop(DropReason::bad_state);
             return on_aeth(*qp, f, now);
-        case wire::Opcode::probe: return on_probe(*qp, f, now);
+        case wire::Opcode::probe: return on_probe(*qp, f, frame.plane, now);
         default: return on_data(*qp, f, now);
     }
 }

@@ -37,7 +37,12 @@ struct CmdPostSend { std::uint32_t qpn = 0; std::span<const SendRequest> wrs{}; 
 struct CmdPostRecv { std::uint32_t qpn = 0; std::span<const RecvRequest> wrs{}; };
 struct CmdLinkChange { std::uint32_t plane = 0; bool up = true; };
 struct CmdDenyEv { std::uint32_t qpn = 0; std::uint32_t ev = 0; };
-using Command = std::variant<CmdCreateQp, CmdModifyQp, CmdDestroyQp, CmdPostSend, CmdPostRecv, CmdLinkChange, CmdDenyEv>;
+/// Sends an EV probe (endpoint request EV_PROBE) to the QP's peer NIC on
+/// `ev`: the answer (EETH) measures that path's round trip
+/// (QpStats::ev_probe_answers, last_ev_probe_rtt_ns).
+struct CmdProbeEv { std::uint32_t qpn = 0; std::uint32_t ev = 0; };
+using Command = std::variant<CmdCreateQp, CmdModifyQp, CmdDestroyQp, CmdPostSend, CmdPostRecv, CmdLinkChange, CmdDenyEv,
+                             CmdProbeEv>;
 
 struct SubmitResult {
     int err = kOk;               ///< errno value
@@ -134,6 +139,7 @@ private:
     TimeNs rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
     void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes);
     /// Evidence from one SACK: its cumulative PSN and the bitmap from cack + 1
+    /// (bit k = PSN cack + 1 + k)
     /// (valid = false when the SACK's bitmap starts elsewhere, or for timers).
     struct SackView {
         bool valid = false;
@@ -147,17 +153,31 @@ private:
     void advance_una(Qp& qp, TimeNs now);
     void sender_timers(Qp& qp, TimeNs now);
     void send_probe(Qp& qp, BadEv& bad, TimeNs now);
+    SubmitResult probe_ev(const CmdProbeEv& c, TimeNs now);
+    /// SACK M field: skip the EV once, or give it up.
+    void on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now);
+    /// CC_STATE of a SACK: delivered bytes (returned), held packets, penalty, restore.
+    std::uint64_t on_cc_state(Qp& qp, const wire::SethHdr& s, const wire::CcStateHdr& cc, TimeNs now);
 
     // engine_rx.cpp: receiver
     void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs now);
-    void on_probe(Qp& qp, const wire::FrameView& f, TimeNs now);
-    void on_endpoint(const wire::FrameView& f, TimeNs now);
+    void on_probe(Qp& qp, const wire::FrameView& f, std::uint8_t plane, TimeNs now);
+    void on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs now);
+    /// The live QP whose peer is `addr` (endpoint messages name no QP), or null.
+    Qp* qp_of_peer(const std::uint8_t* addr) noexcept;
     /// Notes a received data packet for the acknowledgement at the end of the burst.
     void note_ack(Qp& qp, const wire::FrameView& f, bool ack_now);
     void deliver_imms(Qp& qp);
-    void send_sack(Qp& qp, TimeNs now, bool probe_answer = false, std::uint32_t probe_ev = 0,
-                   std::uint32_t probe_id = 0);
+    void send_sack(Qp& qp, TimeNs now);
+    /// The SACK answering a reliability probe: PR set, the probe id in
+    /// ack_psn_offset, sent back on the EV and plane the probe came on.
+    void send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std::uint16_t probe_id);
+    /// Fills SETH + CC_STATE from the receiver state (everything but the trigger).
+    void fill_sack(Qp& qp, wire::FrameSpec& s);
+    void send_transport_ack(Qp& qp);
+    /// Answers an endpoint request (EETH, request id echoed) on `plane`.
+    void send_ep_response(Qp& qp, std::uint8_t plane, std::uint16_t request_id, const wire::ErthHdr& req);
     /// What a NACK names: the PSN, the EV and TSETH timestamp it arrived
     /// with, and why (three integers of one width otherwise easy to swap).
     struct NackFields {
@@ -167,7 +187,9 @@ private:
         wire::NackReason reason = wire::NackReason::trimmed;
     };
     void send_nack(Qp& qp, const NackFields& n);
-    void send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t msn);
+    /// An AETH NAK for the data packet `psn` (IB: BTH.PSN = the NAKed PSN,
+    /// MSN = messages completed so far).
+    void send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t psn);
     void send_port_status(TimeNs now);
     std::uint8_t reverse_plane(Qp& qp) noexcept;
     wire::GatherFrame* ctrl_slot();
@@ -195,8 +217,19 @@ private:
     std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes
     struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };
     std::vector<PeerPorts> peer_ports_;
-    std::uint32_t port_status_seq_ = 0;
     TimeNs port_status_next_ns_ = kNever;
+    /// Endpoint requests of ours awaiting an answer (EV probes, port-status
+    /// updates), matched by request id (BTH.PSN[15:0]) and peer; the oldest
+    /// is forgotten beyond kEpPendingLimit.
+    struct EpRequest {
+        std::uint16_t id = 0;
+        std::uint32_t qpn = 0;
+        wire::ErthOp op = wire::ErthOp::ev_probe;
+        TimeNs sent_ns = 0;
+    };
+    static constexpr std::size_t kEpPendingLimit = 256;
+    Ring<EpRequest> ep_pending_;
+    std::uint16_t ep_request_id_ = 0;
 };
 
 }  // namespace omrc::core

@@ -4,6 +4,7 @@
 // policy, NACKs for trims, probe answers and endpoint messages.
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 #include "core/engine.hpp"
 #include "core/psn.hpp"
@@ -62,60 +63,87 @@ wire::FrameSpec& Engine::address_ctrl(Qp& qp, std::uint8_t plane, std::uint32_t 
     return s;
 }
 
-void Engine::send_sack(Qp& qp, TimeNs now, bool probe_answer, std::uint32_t probe_ev, std::uint32_t probe_id) {
-    (void)now;
-    if (!probe_answer) {
-        qp.ack_pending = 0;
-        qp.ack_due = false;
-        qp.ack_deadline = kNever;  // a timer entry left behind is stale and skipped
-    }
-    wire::GatherFrame* g = ctrl_slot();
-    if (g == nullptr) return;
-    const std::uint8_t plane = reverse_plane(qp);
-    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     s.bth.opcode = wire::Opcode::sack;
-    s.bth.psn = psn_add(qp.rcv_cack, 1);
+    s.bth.psn = qp.rcv_cack;  // a SACK's BTH.PSN is its cumulative PSN
     wire::SethHdr& h = s.seth;
     h = {};
     h.src_conn_id = qp.conn_id;
     h.dst_conn_id = qp.attr.dest_conn_id;
     h.cack_psn = qp.rcv_cack;
-    h.cc_type = qp.attr.cc.algorithm == CcAlgorithm::nscc ? 1 : 0;
+    h.cc_type = wire::mrc::kSethCcTypeNscc;
     h.mpr = static_cast<std::uint8_t>(qp.attr.mpr);
-    if (probe_answer) {
-        h.flags = wire::kSackFlagProbeResponse;
-        h.ev = probe_ev;
-        h.ack_psn_offset = static_cast<std::int16_t>(probe_id & 0xFFFF);
-    } else {
-        h.ev = qp.ack_trigger_ev;
-        const std::int32_t off = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
-        h.ack_psn_offset = static_cast<std::int16_t>(std::clamp(off, -32768, 32767));
-        if (qp.ack_trigger_ecn) {
-            h.flags |= wire::kSackFlagEcnEcho;
-            h.skip = wire::SackSkip::skip_once;
-        }
-    }
-    // The bitmap starts right after cack, or late enough to cover the
-    // triggering packet when it is more than 64 PSNs ahead.
+    s.cc = {};
+    s.cc.ooo_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(qp.rcv_ooo, 0x7FFF));
+    // 256-byte units, rounded up, wrapping at 24 bits.
+    s.cc.rcvd_bytes = static_cast<std::uint32_t>(
+        ((qp.rcvd_bytes + wire::CcStateHdr::kRcvdBytesUnit - 1) / wire::CcStateHdr::kRcvdBytesUnit) & 0xFFFFFF);
+    // Ask for a smaller window while the application keeps WRITE_WITH_IMM
+    // completions waiting for receives: it is not keeping up.
+    const std::size_t waiting = qp.imms.size();
+    s.cc.penalty = waiting == 0 || !qp.rq.empty() ? 0 : static_cast<std::uint8_t>(std::min<std::size_t>(127, 16 * waiting));
+}
+
+void Engine::send_sack(Qp& qp, TimeNs now) {
+    (void)now;
+    qp.ack_pending = 0;
+    qp.ack_due = false;
+    qp.ack_deadline = kNever;  // a timer entry left behind is stale and skipped
+    const bool restore = qp.ack_restore_cwnd;
+    qp.ack_restore_cwnd = false;
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return;
+    const std::uint8_t plane = reverse_plane(qp);
+    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+    fill_sack(qp, s);
+    wire::SethHdr& h = s.seth;
+    h.ev = qp.ack_trigger_ev;
+    const std::int32_t off = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
+    h.ack_psn_offset = static_cast<std::int16_t>(std::clamp(off, -32768, 32767));
+    if (qp.ack_trigger_ecn) h.skip = wire::SackSkip::skip_once;
     // The bitmap normally starts right after cack: that is where holes block
     // the sender's window, and the sender infers losses only from such
     // bitmaps. When the triggering packet is more than 64 PSNs ahead, every
     // other SACK covers it instead, so its EV is acknowledged promptly too.
     std::int32_t start = 1;
-    const std::int32_t trig = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
-    if (!probe_answer && trig > 64) {
+    if (off > 64) {
         qp.sack_near_trigger = !qp.sack_near_trigger;
-        if (qp.sack_near_trigger) start = trig - 63;
+        if (qp.sack_near_trigger) start = off - 63;
     }
     h.sack_offset = static_cast<std::int16_t>(start);
-    // Bit k of the window words is PSN base + k; the wire puts base at bit 63.
-    const std::uint64_t bm = wire::reverse_bits64(qp.rcv_bits64(psn_add(qp.rcv_cack, start)));
-    h.bitmap = bm;
-    s.cc = {};
-    s.cc.ts_echo = probe_answer ? 0 : qp.ack_trigger_ts;
-    s.cc.rcvd_bytes = static_cast<std::uint32_t>((qp.rcvd_bytes / wire::CcStateHdr::kRcvdBytesUnit) & 0xFFFFFF);
+    h.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, start));  // bit k = base + k, as the window words keep them
+    s.cc.ts_echo = qp.ack_trigger_ts;
+    s.cc.restore_cwnd = restore;
     finish_ctrl(*g, s);
     ++qp.stats.sacks_sent;
+    if (cfg_.send_transport_acks) send_transport_ack(qp);
+}
+
+void Engine::send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std::uint16_t probe_id) {
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return;
+    // Back on the EV the probe came on: the answer tests that path's return too.
+    wire::FrameSpec& s = address_ctrl(qp, plane, ev, *g);
+    fill_sack(qp, s);
+    s.seth.probe_response = true;
+    s.seth.ev = ev;
+    s.seth.ack_psn_offset = static_cast<std::int16_t>(probe_id);
+    s.seth.sack_offset = 1;
+    s.seth.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, 1));
+    finish_ctrl(*g, s);
+    ++qp.stats.sacks_sent;
+}
+
+void Engine::send_transport_ack(Qp& qp) {
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return;
+    const std::uint8_t plane = reverse_plane(qp);
+    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+    s.bth.opcode = wire::Opcode::ack;
+    s.bth.psn = qp.rcv_cack;
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::ack), qp.rcv_msn & 0xFFFFFF};
+    finish_ctrl(*g, s);
+    ++qp.stats.transport_acks_sent;
 }
 
 void Engine::send_nack(Qp& qp, const NackFields& n) {
@@ -126,24 +154,24 @@ void Engine::send_nack(Qp& qp, const NackFields& n) {
     s.bth.opcode = wire::Opcode::nack;
     s.bth.psn = n.psn;
     s.neth = {.reason = static_cast<std::uint8_t>(n.reason),
-              .ts_echo = n.ts_echo,
               .ev = n.ev,
               .src_conn_id = qp.conn_id,
               .dst_conn_id = qp.attr.dest_conn_id,
               .nack_psn = n.psn,
-              .cack_psn = qp.rcv_cack};
+              .cc_type = wire::mrc::kNethCcType,
+              .ts_echo = n.ts_echo};
     finish_ctrl(*g, s);
     ++qp.stats.nacks_sent;
 }
 
-void Engine::send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t msn) {
+void Engine::send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t psn) {
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
     const std::uint8_t plane = reverse_plane(qp);
     wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
     s.bth.opcode = wire::Opcode::ack;
-    s.bth.psn = psn_add(qp.rcv_cack, 1);
-    s.aeth = {static_cast<std::uint8_t>(syndrome), msn & 0xFFFFFF};
+    s.bth.psn = psn;
+    s.aeth = {static_cast<std::uint8_t>(syndrome), qp.rcv_msn & 0xFFFFFF};
     finish_ctrl(*g, s);
     ++qp.stats.naks_sent;
 }
@@ -155,6 +183,10 @@ void Engine::deliver_imms(Qp& qp) {
         if (qp.rq.empty()) {
             // Documented behaviour: the data is placed and acknowledged; the
             // completion waits for a receive to be posted.
+            if (!qp.imms.front().counted_waiting) {
+                qp.imms.front().counted_waiting = true;
+                ++qp.stats.imm_waiting_for_recv;
+            }
             return;
         }
         const PendingImm& im = qp.imms.front();
@@ -191,6 +223,16 @@ void Engine::note_ack(Qp& qp, const wire::FrameView& f, bool ack_now) {
     }
 }
 
+namespace {
+/// Inserts `psn` into a ring kept in PSN order (nearly always at the back).
+template <class T, class Key>
+void insert_ordered(Ring<T>& ring, std::uint32_t psn, const T& value, Key key) {
+    std::size_t at = ring.size();
+    while (at > 0 && psn_diff(key(ring[at - 1]), psn) > 0) --at;
+    ring.insert(at, value);
+}
+}  // namespace
+
 void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     (void)now;
     const std::uint32_t psn = f.bth.psn;
@@ -199,9 +241,12 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     if (len > qp.attr.mtu_bytes || len > reth.dma_len) return drop(DropReason::bad_length);
     const std::int32_t d = psn_diff(psn, qp.rcv_cack);
     if (d <= 0 || (d <= static_cast<std::int32_t>(qp.rcv_window) && qp.rcv_bit(psn))) {
-        // Recognised before any byte is written; the SACK it triggers repairs a lost one.
+        // Recognised before any byte is written; the SACK it triggers repairs
+        // a lost one. A retransmission of a packet we had means the sender's
+        // loss reaction was spurious: say so (restore_cwnd).
         ++qp.stats.duplicates;
         drop(DropReason::duplicate);
+        if (f.bth.rtx) qp.ack_restore_cwnd = true;
         note_ack(qp, f, true);
         return;
     }
@@ -215,7 +260,7 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     }
     if (!(qp.attr.access_flags & kAccessRemoteWrite)) {
         drop(DropReason::remote_access);
-        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, f.meth().msn);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, psn);
         return;
     }
     PlaceStatus ps = PlaceStatus::ok;
@@ -224,19 +269,19 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     if (memory_ && ps == PlaceStatus::ok) ps = memory_->place(qp.attr.pd, reth.rkey, reth.va, f.payload);
     if (ps != PlaceStatus::ok) {
         drop(DropReason::remote_access);
-        send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, f.meth().msn);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, psn);
         return;
     }
     qp.set_rcv_bit(psn, true);
+    ++qp.rcv_ooo;
     ++qp.stats.data_pkts_received;
     qp.stats.data_bytes_received += len;
     qp.rcvd_bytes += len;
-    if (wire::carries_imm(f.bth.opcode)) {
-        // Kept in last_psn order; nearly always appended at the back.
-        std::size_t at = qp.imms.size();
-        while (at > 0 && psn_diff(qp.imms[at - 1].last_psn, psn) > 0) --at;
-        qp.imms.insert(at, PendingImm{psn, f.imm().imm, reth.dma_len});
-    }
+    if (wire::carries_imm(f.bth.opcode))
+        insert_ordered(qp.imms, psn, PendingImm{psn, f.imm().imm, reth.dma_len},
+                       [](const PendingImm& p) { return p.last_psn; });
+    if (wire::is_last_of_message(f.bth.opcode))
+        insert_ordered(qp.msg_ends, psn, psn, [](std::uint32_t p) { return p; });
     // Advance the cumulative PSN over the run of received bits after it.
     for (;;) {
         const std::uint32_t next = psn_add(qp.rcv_cack, 1);
@@ -244,7 +289,13 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
         if (run == 0) break;
         qp.clear_rcv_bits(next, run);
         qp.rcv_cack = psn_add(qp.rcv_cack, run);
+        qp.rcv_ooo -= std::min(qp.rcv_ooo, run);
         if (run < 64) break;
+    }
+    // IB MSN: messages whose every packet is now below the cumulative PSN.
+    while (!qp.msg_ends.empty() && psn_diff(qp.msg_ends.front(), qp.rcv_cack) <= 0) {
+        qp.msg_ends.pop_front();
+        qp.rcv_msn = (qp.rcv_msn + 1) & 0xFFFFFF;
     }
     deliver_imms(qp);
     if (f.ecn == 3) ++qp.stats.ecn_received;
@@ -256,7 +307,13 @@ void Engine::on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs) {
     drop(DropReason::trimmed);
     const std::uint32_t psn = f.bth.psn;
     const std::int32_t d = psn_diff(psn, qp.rcv_cack);
-    if (d <= 0 || d > static_cast<std::int32_t>(qp.rcv_window) || qp.rcv_bit(psn)) return;
+    if (d > static_cast<std::int32_t>(qp.rcv_window)) return;
+    if (d <= 0 || qp.rcv_bit(psn)) {
+        // A trimmed copy of a packet that made it: a SACK says so (the
+        // sender has nothing to resend), as UET answers it.
+        note_ack(qp, f, true);
+        return;
+    }
     send_nack(qp, {.psn = psn,
                    .ev = f.ev,
                    .ts_echo = f.has_tseth ? f.tseth().tx_timestamp : std::uint16_t{0},
@@ -264,37 +321,83 @@ void Engine::on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs) {
                                                                       : wire::NackReason::trimmed});
 }
 
-void Engine::on_probe(Qp& qp, const wire::FrameView& f, TimeNs now) {
+void Engine::on_probe(Qp& qp, const wire::FrameView& f, std::uint8_t plane, TimeNs) {
     const auto peth = f.ext_header<wire::PethHdr>();
     if (peth.dst_conn_id != qp.conn_id || peth.src_conn_id != qp.attr.dest_conn_id)
         return drop(DropReason::bad_conn_id);
-    send_sack(qp, now, true, peth.ev, peth.probe_id);
+    send_probe_answer(qp, plane, f.ev, peth.probe_id);
 }
 
-void Engine::on_endpoint(const wire::FrameView& f, TimeNs) {
+Qp* Engine::qp_of_peer(const std::uint8_t* addr) noexcept {
+    for (Qp* qp : live_)
+        if (qp->state != QpState::reset && std::memcmp(qp->attr.peer_addr.data(), addr, 16) == 0) return qp;
+    return nullptr;
+}
+
+void Engine::send_ep_response(Qp& qp, std::uint8_t plane, std::uint16_t request_id, const wire::ErthHdr& req) {
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return;
+    wire::FrameSpec s = qp.ctrl_spec;  // a copy: only the addressing of the QP's control frames is shared
+    const std::uint32_t ev = reverse_ev(qp, plane);
+    s.eth.src = cfg_.local_macs[plane];
+    s.eth.dst = qp.attr.peer_macs[plane];
+    s.ev = ev;
+    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
+    s.bth.opcode = wire::Opcode::ep_response;
+    s.bth.dest_qp = wire::kEndpointQpn;
+    s.bth.psn = request_id;
+    s.eeth = {req.op, req.tx_timestamp};
+    g->plane = plane;
+    finish_ctrl(*g, s);
+    ++stats_.ep_responses_sent;
+}
+
+void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs now) {
     if (f.bth.dest_qp != wire::kEndpointQpn) return drop(DropReason::unexpected);
-    const auto erth = f.ext_header<wire::ErthHdr>();
-    if (f.bth.opcode != wire::Opcode::ep_request || erth.op != wire::ErthOp::port_status_update)
-        return drop(DropReason::unexpected);
-    // Only peers we have a connection with may change how we reach them.
-    const wire::Ipv6Addr src = f.ip_src_addr();
-    bool known = false;
-    for (const Qp* qp : live_)
-        if (qp->state != QpState::reset && qp->attr.peer_addr == src) known = true;
-    if (!known) return drop(DropReason::wrong_source);
-    ++stats_.port_status_received;
-    ++planes_epoch_;
-    const std::uint32_t mask = erth.port_status_mask;
-    for (auto& p : peer_ports_) {
-        if (p.addr != src) continue;
-        p.up_mask = mask;
-        return;
+    // Only peers we have a connection with are answered or believed.
+    Qp* qp = qp_of_peer(f.ip_src());
+    if (qp == nullptr) return drop(DropReason::wrong_source);
+    const auto request_id = static_cast<std::uint16_t>(f.bth.psn & 0xFFFF);
+    if (f.bth.opcode == wire::Opcode::ep_response) {
+        const auto eeth = f.ext_header<wire::EethHdr>();
+        for (std::size_t i = 0; i < ep_pending_.size(); ++i) {
+            const EpRequest r = ep_pending_[i];
+            Qp* asker = qp_by_num(r.qpn);
+            if (r.id != request_id || r.op != eeth.op || asker == nullptr || !f.ip_src_is(asker->attr.peer_addr))
+                continue;
+            ++stats_.ep_responses_received;
+            if (r.op == wire::ErthOp::ev_probe) {
+                ++asker->stats.ev_probe_answers;
+                asker->stats.last_ev_probe_rtt_ns = now - r.sent_ns;
+            }
+            ep_pending_.erase(i);
+            return;
+        }
+        return drop(DropReason::unexpected);  // no request of ours
     }
-    peer_ports_.push_back({src, mask});
+    const auto erth = f.ext_header<wire::ErthHdr>();
+    switch (erth.op) {
+        case wire::ErthOp::port_status_update: {
+            ++stats_.port_status_received;
+            ++planes_epoch_;
+            const std::uint32_t up = wire::mrc::planes_from_port_mask(erth.port_status_mask);
+            const wire::Ipv6Addr src = f.ip_src_addr();
+            bool found = false;
+            for (auto& p : peer_ports_) {
+                if (p.addr != src) continue;
+                p.up_mask = up;
+                found = true;
+            }
+            if (!found) peer_ports_.push_back({src, up});
+            break;
+        }
+        case wire::ErthOp::ev_probe: break;  // nothing to do but answer
+        default: return drop(DropReason::unexpected);  // an op we do not know is never a port-status update
+    }
+    send_ep_response(*qp, plane, request_id, erth);
 }
 
 void Engine::send_port_status(TimeNs now) {
-    (void)now;
     // One update per peer we have a connection with, on every plane that is up.
     std::vector<const Qp*> seen;
     for (const Qp* qp : live_) {
@@ -314,11 +417,17 @@ void Engine::send_port_status(TimeNs now) {
             if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp->usid_template.apply(ev);
             s.bth.opcode = wire::Opcode::ep_request;
             s.bth.dest_qp = wire::kEndpointQpn;
-            s.bth.psn = 0;
-            s.erth = {wire::ErthOp::port_status_update, 0, 0, local_up_, 0, ++port_status_seq_};
+            const std::uint16_t id = ++ep_request_id_;
+            s.bth.psn = id;
+            s.erth = {.op = wire::ErthOp::port_status_update,
+                      .port_status_mask = wire::mrc::port_mask_from_planes(local_up_),
+                      .tx_timestamp = static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs),
+                      .ftype = wire::mrc::kFtypeTransmitTimestamp};
             g->plane = static_cast<std::uint8_t>(plane);
             finish_ctrl(*g, s);
             ++stats_.port_status_sent;
+            if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
+            ep_pending_.push_back({id, qp->qpn, wire::ErthOp::port_status_update, now});
         }
     }
 }

@@ -26,7 +26,8 @@ bool Engine::can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept {
         if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
         len = std::min(qp.attr.mtu_bytes, qp.sq[qp.seg_msg].length - qp.seg_offset);
     }
-    return qp.inflight_bytes == 0 || qp.inflight_bytes + len <= cwnd;
+    const std::uint64_t pipe = qp.pipe_bytes();
+    return pipe == 0 || pipe + len <= cwnd;
 }
 
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
@@ -47,7 +48,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
             qp.resend.push_back(psn);  // later, once the window reaches it
             continue;
         }
-        if (qp.inflight_bytes > 0 && qp.inflight_bytes + p.len > cwnd) return false;
+        if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + p.len > cwnd) return false;
         const int slot = qp.paths.select(planes);
         if (slot < 0) return false;
         qp.resend.pop_front();
@@ -60,7 +61,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
     SendMsg& m = qp.sq[qp.seg_msg];
     const std::uint32_t len = std::min(qp.attr.mtu_bytes, m.length - qp.seg_offset);
-    if (qp.inflight_bytes > 0 && qp.inflight_bytes + len > cwnd) return false;
+    if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + len > cwnd) return false;
     const int slot = qp.paths.select(planes);
     if (slot < 0) return false;
     const std::uint32_t psn = qp.snd_nxt;
@@ -215,6 +216,7 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     }
     acked_bytes += p.len;
     ++qp.stats.pkts_sacked;
+    ++qp.acked_above_una;  // until advance_una passes it
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     if (slot.ev == p.ev) {
         ++slot.counters.acked;
@@ -261,7 +263,7 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
     bool proven_x = false;
     if (sack.valid) {
         const std::int32_t dx = psn_diff(slot.last_acked_psn, sack.cack);
-        proven_x = dx <= 0 || (dx <= 64 && ((sack.bitmap >> (64 - dx)) & 1u));
+        proven_x = dx <= 0 || (dx <= 64 && ((sack.bitmap >> (dx - 1)) & 1u));  // bit k = cack + 1 + k
     }
     bool retire = false;
     bool undecided = false;
@@ -281,7 +283,7 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
         bool lost = false;
         if (proven_x) {
             const std::int32_t dw = psn_diff(psn, sack.cack);
-            lost = dw >= 1 && dw <= 64 && !((sack.bitmap >> (64 - dw)) & 1u);
+            lost = dw >= 1 && dw <= 64 && !((sack.bitmap >> (dw - 1)) & 1u);
         }
         if (!lost) lost = slot.suspect_ns != 0 && now >= slot.suspect_ns + reorder_window(qp);
         if (!lost) {
@@ -312,6 +314,8 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
     while (qp.snd_una != qp.snd_nxt && qp.pkt(qp.snd_una).acked) {
         qp.snd_una = psn_add(qp.snd_una, 1);
         moved = true;
+        assert(qp.acked_above_una > 0 && "acked_above_una counts the acked packets from snd_una on");
+        --qp.acked_above_una;
     }
     if (moved) qp.last_progress_ns = now;
     assert(psn_diff(qp.snd_nxt, qp.snd_una) >= 0 && "snd_una ≤ snd_nxt");
@@ -334,12 +338,61 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
     }
 }
 
+void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
+    // M names the EV of the triggering packet (or of the probe answered).
+    if (s.skip == wire::SackSkip::none) return;
+    const bool once = s.skip == wire::SackSkip::skip_once;
+    ++(once ? qp.stats.ecn_echoes : qp.stats.always_skip_received);
+    for (std::size_t i = 0; i < qp.paths.size(); ++i) {
+        EvSlot& slot = qp.paths.slot(i);
+        if (slot.ev != s.ev) continue;
+        if (once) {
+            ++slot.counters.ecn;
+            qp.paths.mark_skip(i);
+        } else if (qp.paths.policy() == PathPolicy::adaptive) {
+            untrack_slot(qp, i);
+            if (qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
+        }
+        return;
+    }
+}
+
+std::uint64_t Engine::on_cc_state(Qp& qp, const wire::SethHdr& s, const wire::CcStateHdr& cc, TimeNs now) {
+    // Delivered bytes since the previous SACK, from the receiver's wrapping
+    // 24-bit count of 256-byte units; SACKs that arrive out of order (they
+    // cross different planes) carry an older count and add nothing.
+    std::uint64_t delivered = 0;
+    const std::uint32_t units = cc.rcvd_bytes & 0xFFFFFF;
+    if (!qp.peer_rcvd_known) {
+        qp.peer_rcvd_known = true;
+        qp.peer_rcvd_units = units;
+    } else {
+        const std::uint32_t ahead = (units - qp.peer_rcvd_units) & 0xFFFFFF;
+        if (ahead != 0 && ahead < 0x800000) {
+            delivered = std::uint64_t{ahead} * wire::CcStateHdr::kRcvdBytesUnit;
+            qp.peer_rcvd_units = units;
+        }
+    }
+    qp.peer_ooo_pkts = cc.ooo_count;
+    if (qp.cc) {
+        if (cc.penalty != 0) {
+            ++qp.stats.penalties_received;
+            qp.cc->on_penalty(cc.penalty, now);
+        }
+        if (cc.restore_cwnd) {
+            ++qp.stats.restores_received;
+            qp.cc->on_restore(now);
+        }
+    }
+    return delivered;
+}
+
 void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     const auto s = f.ext_header<wire::SethHdr>();
     const auto cc_state = f.ext_header<wire::CcStateHdr>(wire::SethHdr::kSize);
     if (s.dst_conn_id != qp.conn_id || s.src_conn_id != qp.attr.dest_conn_id) return drop(DropReason::bad_conn_id);
     ++qp.stats.sacks_received;
-    const bool probe_answer = (s.flags & wire::kSackFlagProbeResponse) != 0;
+    const bool probe_answer = s.probe_response;
     if (probe_answer) {
         ++qp.stats.probe_answers;
         if (qp.paths.on_probe_answer(s.ev, static_cast<std::uint16_t>(s.ack_psn_offset),
@@ -351,7 +404,7 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     if (psn_diff(s.cack_psn, last_sent) > 0) return drop(DropReason::forged_ack);
     const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
     if (s.bitmap != 0) {
-        const int highest = 63 - std::countr_zero(s.bitmap);  // bit 63 = base + 0
+        const int highest = 63 - std::countl_zero(s.bitmap);  // bit k = base + k
         if (psn_diff(psn_add(base, highest), last_sent) > 0) return drop(DropReason::forged_ack);
     }
     if (s.mpr != 0) qp.window_pkts = std::min<std::uint32_t>(s.mpr * 128u, qp.pkt_mask + 1);
@@ -362,25 +415,22 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     if (!stale)
         for (std::uint32_t psn = qp.snd_una; psn_diff(psn, s.cack_psn) <= 0; psn = psn_add(psn, 1))
             ack_packet(qp, psn, now, acked_bytes);
-    for (std::uint64_t bits = s.bitmap; bits != 0;) {
-        const int i = std::countl_zero(bits);  // bit 63 = base + 0
-        bits &= ~(1ull << (63 - i));
-        const std::uint32_t psn = psn_add(base, i);
+    for (std::uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) {
+        const int k = std::countr_zero(bits);  // bit k = base + k
+        const std::uint32_t psn = psn_add(base, k);
         if (psn_diff(psn, qp.snd_una) < 0) continue;
         ack_packet(qp, psn, now, acked_bytes);
     }
-    // ECN echo: skip the EV that carried the triggering packet for a rotation.
-    if (!probe_answer && (s.flags & wire::kSackFlagEcnEcho)) {
-        const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
-        if (psn_diff(trig, qp.snd_una) >= -static_cast<std::int32_t>(qp.window_pkts) && psn_diff(trig, qp.snd_nxt) < 0) {
-            TxPkt& t = qp.pkt(trig);
-            EvSlot& slot = qp.paths.slot(t.ev_slot);
-            if (t.ev == s.ev && slot.ev == s.ev) {
-                ++qp.stats.ecn_echoes;
-                ++slot.counters.ecn;
-                qp.paths.mark_skip(t.ev_slot);
-            }
+    // M: skip (or give up) the EV that carried the triggering packet. Only
+    // an EV the triggering packet really took counts.
+    if (s.skip != wire::SackSkip::none) {
+        bool ours = probe_answer;
+        if (!probe_answer) {
+            const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
+            if (psn_diff(trig, qp.snd_una) >= -static_cast<std::int32_t>(qp.window_pkts) && psn_diff(trig, qp.snd_nxt) < 0)
+                ours = qp.pkt(trig).ev == s.ev;
         }
+        if (ours) on_skip_signal(qp, s, now);
     }
     // Path-order loss inference on every EV this SACK acknowledged something on.
     // The bitmap is only trusted from cack + 1: cumulative state then covers
@@ -400,10 +450,12 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         qp.infer_pending.resize(keep);
         arm_timer(qp);
     }
+    const std::uint64_t delivered = on_cc_state(qp, s, cc_state, now);
     if (qp.cc) {
         AckSample a;
         a.acked_bytes = acked_bytes;
-        a.ecn = (s.flags & wire::kSackFlagEcnEcho) != 0;
+        a.delivered_bytes = delivered;
+        a.ecn = s.skip == wire::SackSkip::skip_once;
         a.now = now;
         a.rtt_ns = probe_answer ? 0 : rtt_sample(qp, s, cc_state.ts_echo, now);
         if (a.rtt_ns != 0) {
@@ -416,6 +468,14 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         qp.cc->on_ack(a);
     }
     advance_una(qp, now);
+    // Packets the receiver holds beyond its cumulative PSN that no bitmap
+    // has reported have left the network all the same (a fresher SACK's
+    // count only: a stale one describes an older receiver state).
+    if (!stale) {
+        const std::uint32_t held = cc_state.ooo_count;
+        qp.peer_held_unreported_bytes =
+            held > qp.acked_above_una ? std::uint64_t{held - qp.acked_above_una} * qp.attr.mtu_bytes : 0;
+    }
 }
 
 TimeNs Engine::rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept {
@@ -453,10 +513,12 @@ void Engine::on_nack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     }
     if (reason == wire::NackReason::psn_oor_window) {
         // The packet fell beyond the peer's receive window: that window is
-        // smaller than the distance from its cumulative PSN (a power of two
-        // times 128 packets). Shrink ours to fit, so the resend below waits
+        // smaller than the distance from the peer's cumulative PSN (a power
+        // of two times 128 packets). NETH carries no cumulative PSN; the
+        // peer's is at least snd_una − 1, so the distance is at most this,
+        // and the window shrinks to fit it: the resend below then waits
         // until the window reaches it instead of bouncing off it again.
-        const std::int32_t beyond = psn_diff(n.nack_psn, n.cack_psn);
+        const std::int32_t beyond = psn_diff(n.nack_psn, psn_add(qp.snd_una, -1));
         if (beyond > 128) {
             const auto fits = std::bit_floor(static_cast<std::uint32_t>(beyond - 1));
             qp.window_pkts = std::min(qp.window_pkts, fits);
@@ -471,45 +533,81 @@ void Engine::on_nack(Qp& qp, const wire::FrameView& f, TimeNs now) {
 void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
     const auto aeth = f.ext_header<wire::AethHdr>();
     const auto syndrome = static_cast<wire::AethSyndrome>(aeth.syndrome);
-    if (syndrome == wire::AethSyndrome::ack) return;  // reliability is carried by SACKs
-    // Find the outstanding message the NAK names (MSN, 16 bits of METH).
-    const auto n = static_cast<std::uint32_t>(qp.sq.size());
-    const std::uint32_t segmented = qp.sq_count - qp.sq_unsegmented;
-    for (std::uint32_t k = 0; k < segmented; ++k) {
-        SendMsg& m = qp.sq[(qp.sq_head + k) % n];
-        if (m.msn != static_cast<std::uint16_t>(aeth.msn)) continue;
-        WcStatus st = WcStatus::rem_op_err;
-        if (syndrome == wire::AethSyndrome::nak_remote_access) st = WcStatus::rem_access_err;
-        else if (syndrome == wire::AethSyndrome::nak_invalid_request) st = WcStatus::rem_inv_req_err;
-        // Earlier messages still outstanding cannot be confirmed any more:
-        // they are flushed, the NAKed one carries the error, the QP stops.
-        for (std::uint32_t e = 0; e < k; ++e) {
-            const SendMsg& early = qp.sq[qp.sq_head];
-            complete({.wr_id = early.req.wr_id,
-                      .qpn = qp.qpn,
-                      .status = WcStatus::wr_flush_err,
-                      .opcode = WcOpcode::rdma_write});
-            qp.sq_head = (qp.sq_head + 1) % n;
-            --qp.sq_count;
-        }
-        enter_error(qp, st, now);
+    const std::uint32_t psn = f.bth.psn;
+    if (syndrome == wire::AethSyndrome::ack) {
+        // A positive Transport ACK (IB semantics): every PSN up to BTH.PSN is
+        // delivered. Reliability is the SACKs' job; this only confirms.
+        if (psn_diff(psn, psn_add(qp.snd_nxt, -1)) > 0) return drop(DropReason::forged_ack);
+        if (psn_diff(psn, qp.snd_una) < 0) return;  // nothing new
+        ++qp.stats.transport_acks_received;
+        std::uint64_t acked_bytes = 0;
+        for (std::uint32_t p = qp.snd_una; psn_diff(p, psn) <= 0; p = psn_add(p, 1)) ack_packet(qp, p, now, acked_bytes);
+        advance_una(qp, now);
         return;
     }
-    drop(DropReason::forged_ack);
+    // A NAK names the refused packet by its PSN (IB); its message carries the error.
+    if (psn_diff(psn, qp.snd_una) < 0 || psn_diff(psn, qp.snd_nxt) >= 0) return drop(DropReason::forged_ack);
+    const std::uint32_t slot = qp.pkt(psn).msg_slot;
+    const auto n = static_cast<std::uint32_t>(qp.sq.size());
+    const std::uint32_t segmented = qp.sq_count - qp.sq_unsegmented;
+    const std::uint32_t k = (slot + n - qp.sq_head) % n;  // position of its message among the outstanding ones
+    if (k >= segmented) return drop(DropReason::forged_ack);
+    WcStatus st = WcStatus::rem_op_err;
+    if (syndrome == wire::AethSyndrome::nak_remote_access) st = WcStatus::rem_access_err;
+    else if (syndrome == wire::AethSyndrome::nak_invalid_request) st = WcStatus::rem_inv_req_err;
+    // Earlier messages still outstanding cannot be confirmed any more:
+    // they are flushed, the NAKed one carries the error, the QP stops.
+    for (std::uint32_t e = 0; e < k; ++e) {
+        const SendMsg& early = qp.sq[qp.sq_head];
+        complete({.wr_id = early.req.wr_id,
+                  .qpn = qp.qpn,
+                  .status = WcStatus::wr_flush_err,
+                  .opcode = WcOpcode::rdma_write});
+        qp.sq_head = (qp.sq_head + 1) % n;
+        --qp.sq_count;
+    }
+    enter_error(qp, st, now);
 }
 
 void Engine::send_probe(Qp& qp, BadEv& bad, TimeNs now) {
     wire::GatherFrame* g = ctrl_slot();
-    bad.probe_id = (rng_.next_u32() & 0xFFFF) | 1;
+    bad.probe_id = static_cast<std::uint16_t>(rng_.next_u32() | 1);  // never 0 (= none outstanding)
     bad.probe_sent_ns = now;
     bad.next_probe_ns = now + std::max<TimeNs>(bad.interval_ns, cfg_.probe_interval_ns);
     if (g == nullptr) return;
+    // In the control class (docs/PROTOCOL.md §10: one public builder sends
+    // probes trimmable; behind data queues their answers come late and the
+    // simulator's T1-loss figure loses more frames on the dead path).
     wire::FrameSpec& s = address_ctrl(qp, bad.plane, bad.ev, *g);
     s.bth.opcode = wire::Opcode::probe;
-    s.bth.psn = qp.snd_nxt;
-    s.peth = {bad.probe_id, bad.ev, qp.conn_id, static_cast<std::uint16_t>(qp.attr.dest_conn_id), ts_ticks(now), 0};
+    s.bth.psn = 0;  // a probe consumes no PSN
+    s.peth = {.probe_id = bad.probe_id,
+              .src_conn_id = qp.conn_id,
+              .dst_conn_id = qp.attr.dest_conn_id,
+              .tx_timestamp = ts_ticks(now),
+              .ftype = wire::mrc::kFtypeTransmitTimestamp};
     finish_ctrl(*g, s);
     ++qp.stats.probes_sent;
+}
+
+SubmitResult Engine::probe_ev(const CmdProbeEv& c, TimeNs now) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr || (qp->state != QpState::rtr && qp->state != QpState::rts)) return {EINVAL};
+    const std::uint32_t plane = routing::ev_plane(c.ev);
+    if (plane >= cfg_.planes) return {EINVAL};
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return {ENOBUFS};
+    wire::FrameSpec s = address_ctrl(*qp, static_cast<std::uint8_t>(plane), c.ev, *g);
+    s.bth.opcode = wire::Opcode::ep_request;
+    s.bth.dest_qp = wire::kEndpointQpn;
+    const std::uint16_t id = ++ep_request_id_;
+    s.bth.psn = id;
+    s.erth = {.op = wire::ErthOp::ev_probe, .tx_timestamp = ts_ticks(now), .ftype = wire::mrc::kFtypeTransmitTimestamp};
+    finish_ctrl(*g, s);
+    ++qp->stats.ev_probes_sent;
+    if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
+    ep_pending_.push_back({id, qp->qpn, wire::ErthOp::ev_probe, now});
+    return {kOk};
 }
 
 void Engine::sender_timers(Qp& qp, TimeNs now) {

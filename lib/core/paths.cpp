@@ -186,9 +186,9 @@ BadEv* PathSet::probe_due(TimeNs now) noexcept {
     return nullptr;
 }
 
-bool PathSet::on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uint32_t needed, Rng& rng) {
+bool PathSet::on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng) {
     auto it = std::find_if(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.ev == ev; });
-    if (it == bad_.end() || it->probe_id == 0 || (it->probe_id & 0xFFFF) != (probe_id & 0xFFFF)) return false;
+    if (it == bad_.end() || it->probe_id == 0 || it->probe_id != probe_id) return false;
     it->probe_id = 0;
     it->interval_ns = probe_first_ns_;
     it->next_probe_ns = it->probe_sent_ns;  // answered: probe again right away until restored

@@ -55,7 +55,7 @@ struct BadEv {
     std::uint8_t plane = 0;
     std::uint8_t successes = 0;       ///< consecutive probe answers
     TimeNs next_probe_ns = 0;
-    std::uint32_t probe_id = 0;       ///< outstanding probe (0 = none)
+    std::uint16_t probe_id = 0;       ///< outstanding probe's id (PETH, 16 bits; 0 = none)
     TimeNs probe_sent_ns = 0;
     TimeNs interval_ns = 0;           ///< current probe period; doubles after each unanswered probe, up to a cap
 };
@@ -103,7 +103,7 @@ public:
     BadEv* probe_due(TimeNs now) noexcept;
     /// A probe answer for `ev`; true when it restored the EV to the backup pool
     /// (parked slots of its plane then come back with fresh EVs).
-    bool on_probe_answer(std::uint32_t ev, std::uint32_t probe_id, std::uint32_t needed, Rng& rng);
+    bool on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng);
     /// Slots parked because their whole plane failed.
     [[nodiscard]] std::uint32_t parked() const noexcept;
     /// Probe timed out (no answer within `timeout`): success run resets.

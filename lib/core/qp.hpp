@@ -68,6 +68,7 @@ struct PendingImm {
     std::uint32_t last_psn = 0;   ///< completes once cack_psn reaches it
     std::uint32_t imm = 0;
     std::uint32_t byte_len = 0;
+    bool counted_waiting = false;  ///< already counted in QpStats::imm_waiting_for_recv
 };
 
 struct Qp {
@@ -94,6 +95,7 @@ struct Qp {
     std::uint32_t window_pkts = 0;  ///< send window = peer's receive window
     Ring<std::uint32_t> resend;     ///< PSNs to retransmit, oldest first
     std::uint32_t untracked = 0;    ///< packets in flight whose transmission no EV ring tracks (the window sweep covers them)
+    std::uint32_t acked_above_una = 0;  ///< packets in (snd_una, snd_nxt) already acknowledged (SACK bitmaps)
     std::uint64_t inflight_bytes = 0;
     std::uint64_t tx_seq = 0;
     PathSet paths;
@@ -105,6 +107,14 @@ struct Qp {
     TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
     TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
     TimeNs next_sweep_ns = 0;       ///< next QP-wide sweep for untracked overdue packets (at most every half EV timeout)
+    // What the peer's last SACKs said in CC_STATE.
+    std::uint32_t peer_rcvd_units = 0;     ///< newest rcvd_bytes (256-byte units, 24 bits wrapping)
+    bool peer_rcvd_known = false;          ///< peer_rcvd_units holds a value
+    std::uint32_t peer_ooo_pkts = 0;       ///< newest ooo_count: packets the peer holds beyond its cack
+    /// Bytes of packets the peer holds beyond its cack that no SACK bitmap
+    /// has reported yet (ooo_count minus acked_above_una, times the MTU):
+    /// they have left the network, so they do not count in flight.
+    std::uint64_t peer_held_unreported_bytes = 0;
     wire::DataTemplate data_tmpl{}; ///< prebuilt headers of this QP's data packets
     wire::FrameSpec ctrl_spec{};    ///< headers shared by this QP's control packets
     /// Per plane: destination MAC then source MAC, as the Ethernet header carries them.
@@ -124,6 +134,12 @@ struct Qp {
     std::uint32_t ack_trigger_ev = 0;
     std::uint16_t ack_trigger_ts = 0;
     bool ack_trigger_ecn = false;
+    /// A retransmission arrived that was already received: the sender's loss
+    /// reaction was spurious (CC_STATE restore_cwnd in the next SACK).
+    bool ack_restore_cwnd = false;
+    std::uint32_t rcv_ooo = 0;      ///< received PSNs beyond rcv_cack (set bits of rcv_bitmap): CC_STATE ooo_count
+    std::uint32_t rcv_msn = 0;      ///< messages wholly received (24 bits, IB MSN): Transport ACK/NAK MSN
+    Ring<std::uint32_t> msg_ends;   ///< last PSNs of messages whose end has arrived, ordered; counted into rcv_msn once ≤ cack
     std::uint32_t reverse_cursor = 0;  ///< rotates SACKs over the planes
     bool sack_near_trigger = false;    ///< alternates the bitmap window when the trigger is far ahead
     Ring<PendingImm> imms;          ///< ordered by last_psn
@@ -137,6 +153,11 @@ struct Qp {
 
     /// Earliest time this QP's timers have work.
     [[nodiscard]] TimeNs deadline() const noexcept { return ack_deadline < next_scan_ns ? ack_deadline : next_scan_ns; }
+    /// Bytes in the network for the congestion window: in flight less what
+    /// the peer holds unreported (CC_STATE ooo_count).
+    [[nodiscard]] std::uint64_t pipe_bytes() const noexcept {
+        return inflight_bytes > peer_held_unreported_bytes ? inflight_bytes - peer_held_unreported_bytes : 0;
+    }
     [[nodiscard]] bool has_tx_work() const noexcept { return !resend.empty() || sq_unsegmented > 0; }
 
     [[nodiscard]] TxPkt& pkt(std::uint32_t psn) noexcept { return pkts[psn & pkt_mask]; }

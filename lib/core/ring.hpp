@@ -73,6 +73,17 @@ public:
         }
         (*this)[i] = v;
     }
+    /// Removes element `i` (0..size()-1), moving the shorter side.
+    void erase(std::size_t i) {
+        assert(i < count_);
+        if (i < count_ / 2) {
+            for (std::size_t k = i; k > 0; --k) (*this)[k] = std::move((*this)[k - 1]);
+            head_ = (head_ + 1) & mask_;
+        } else {
+            for (std::size_t k = i; k + 1 < count_; ++k) (*this)[k] = std::move((*this)[k + 1]);
+        }
+        --count_;
+    }
     void clear() noexcept { head_ = count_ = 0; }
 
 private:

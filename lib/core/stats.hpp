@@ -36,6 +36,8 @@ struct EngineStats {
     std::array<std::uint64_t, static_cast<std::size_t>(DropReason::count_)> rx_drops{};
     std::uint64_t port_status_sent = 0;
     std::uint64_t port_status_received = 0;
+    std::uint64_t ep_responses_sent = 0;      ///< EETH answers to endpoint requests
+    std::uint64_t ep_responses_received = 0;  ///< EETH answers matched to a request of ours
     std::uint64_t ctrl_queue_overflow = 0;
 };
 
@@ -47,7 +49,7 @@ struct QpStats {
     std::uint64_t sacks_received = 0;
     std::uint64_t nacks_received = 0;
     std::uint64_t trims_nacked = 0;       ///< NACK TRIMMED received (sender) / sent (receiver side counts below)
-    std::uint64_t ecn_echoes = 0;
+    std::uint64_t ecn_echoes = 0;         ///< SACKs with M = SKIP_ONCE (the triggering packet saw CE) for an EV of ours
     std::uint64_t losses_path_order = 0;  ///< losses inferred from a later packet on the same EV
     std::uint64_t losses_timeout = 0;     ///< packets declared lost by an EV timeout or the QP scan
     std::uint64_t ev_timeouts = 0;
@@ -56,6 +58,13 @@ struct QpStats {
     std::uint64_t probes_sent = 0;
     std::uint64_t probe_answers = 0;
     std::uint64_t send_completions = 0;
+    std::uint64_t always_skip_received = 0;  ///< SACKs with M = ALWAYS_SKIP (the EV is given up)
+    std::uint64_t restores_received = 0;     ///< SACKs with CC_STATE restore_cwnd
+    std::uint64_t penalties_received = 0;    ///< SACKs with a non-zero CC_STATE penalty
+    std::uint64_t transport_acks_received = 0;  ///< positive 0xD1 ACKs acted on
+    std::uint64_t ev_probes_sent = 0;        ///< endpoint EV_PROBE requests
+    std::uint64_t ev_probe_answers = 0;      ///< their EETH answers
+    std::uint64_t last_ev_probe_rtt_ns = 0;  ///< round trip of the latest answered EV probe
     // receiver side
     std::uint64_t data_pkts_received = 0;  ///< placed
     std::uint64_t data_bytes_received = 0;
@@ -65,6 +74,7 @@ struct QpStats {
     std::uint64_t sacks_sent = 0;
     std::uint64_t nacks_sent = 0;
     std::uint64_t naks_sent = 0;           ///< AETH NAKs (remote access)
+    std::uint64_t transport_acks_sent = 0; ///< positive 0xD1 ACKs (EngineConfig::send_transport_acks)
     std::uint64_t recv_completions = 0;
     std::uint64_t imm_waiting_for_recv = 0; ///< WRITE_WITH_IMM held because no receive was posted
 };

@@ -53,6 +53,8 @@ nlohmann::json engine_json(const core::Engine& engine) {
             {"rx_drops", std::move(drops)},
             {"port_status_sent", s.port_status_sent},
             {"port_status_received", s.port_status_received},
+            {"ep_responses_sent", s.ep_responses_sent},
+            {"ep_responses_received", s.ep_responses_received},
             {"ctrl_queue_overflow", s.ctrl_queue_overflow},
             {"local_plane_mask", engine.local_plane_mask()}};
 }
@@ -72,7 +74,11 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"duplicates", s.duplicates},               {"trims_received", s.trims_received},
         {"ecn_received", s.ecn_received},           {"sacks_sent", s.sacks_sent},
         {"nacks_sent", s.nacks_sent},               {"naks_sent", s.naks_sent},
-        {"recv_completions", s.recv_completions},   {"imm_waiting_for_recv", s.imm_waiting_for_recv}};
+        {"recv_completions", s.recv_completions},   {"imm_waiting_for_recv", s.imm_waiting_for_recv},
+        {"always_skip_received", s.always_skip_received}, {"restores_received", s.restores_received},
+        {"penalties_received", s.penalties_received}, {"transport_acks_received", s.transport_acks_received},
+        {"transport_acks_sent", s.transport_acks_sent}, {"ev_probes_sent", s.ev_probes_sent},
+        {"ev_probe_answers", s.ev_probe_answers},   {"last_ev_probe_rtt_ns", s.last_ev_probe_rtt_ns}};
     nlohmann::json evs = nlohmann::json::array();
     for (std::size_t i = 0; i < qp.paths.size(); ++i) evs.push_back(ev_json(i, qp.paths.slot(i)));
     nlohmann::json bad = nlohmann::json::array();
@@ -87,6 +93,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
             {"sq_outstanding", qp.sq_count},
             {"rq_posted", qp.rq.size()},
             {"inflight_bytes", qp.inflight_bytes},
+            {"peer_ooo_pkts", qp.peer_ooo_pkts},
             {"cwnd_bytes", qp.cc ? qp.cc->window_bytes() : 0},
             {"cc", qp.cc ? qp.cc->name() : "none"},
             {"rcv_cack", qp.rcv_cack},

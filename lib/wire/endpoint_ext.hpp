@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Endpoint extended header (ERTH, 16 bytes): connectionless messages between
-// NICs on reserved QPN 2 — port-status updates and EV probes.
+// Endpoint headers: connectionless messages between NICs on reserved QPN 2.
+// Requests (opcode 0xD8) carry ERTH, 16 bytes; responses (0xD9) carry EETH,
+// 36 bytes. The request id is BTH.PSN[15:0] in both (docs/PROTOCOL.md
+// §4.11-4.12). Op values and the EETH op position are choices where the
+// public sources disagree (wire/mrc_choices.hpp).
 #pragma once
 
 #include <cstdint>
@@ -8,45 +11,80 @@
 
 #include "wire/bytes.hpp"
 #include "wire/error.hpp"
+#include "wire/mrc_choices.hpp"
 
 namespace omrc::wire {
 
+/// Endpoint operation (2 bits on the wire). Values outside the two known
+/// ones are kept as they arrive and never acted on.
 enum class ErthOp : std::uint8_t {
-    port_status_update = 0,  ///< port_status_mask: bit p set = local port (plane) p is up
-    ev_probe = 1,            ///< probe one EV towards a peer NIC, answered with ep_response
+    port_status_update = mrc::kErthOpPortStatusUpdate,  ///< port_status_mask says which ports are up
+    ev_probe = mrc::kErthOpEvProbe,                     ///< probe one EV towards a peer NIC, answered with EETH
 };
 
+/// ERTH: 0 type|nh (0); 1 op in bits 1..0; 2 reserved; 3 vendor info;
+/// 4 port_status_mask; 8 reserved; 12 tx_timestamp; 14 TSR (bit 7) |
+/// reserved | format type (low 4 bits).
 struct ErthHdr {
     static constexpr std::size_t kSize = 16;
     ErthOp op = ErthOp::port_status_update;
-    std::uint8_t flags = 0;
-    std::uint16_t reserved = 0;
-    std::uint32_t port_status_mask = 0;  ///< meaningful for port_status_update
-    std::uint32_t ev = 0;                ///< meaningful for ev_probe
-    std::uint32_t seq = 0;               ///< sender sequence; a response echoes it
+    std::uint8_t vendor = 0;
+    std::uint32_t port_status_mask = 0;  ///< port_status_update: bit per port (mrc::port_mask_bit), 1 = up
+    std::uint16_t tx_timestamp = 0;      ///< 128 ns ticks
+    bool tsr = false;                    ///< timestamp resolution: false = 128 ns
+    std::uint8_t ftype = 0;              ///< 4 bits
 
     WireError encode(std::span<std::uint8_t> out) const noexcept {
         if (out.size() < kSize) return WireError::buffer_too_small;
-        out[0] = static_cast<std::uint8_t>(op);
-        out[1] = flags;
-        store_be16(&out[2], reserved);
+        if (static_cast<std::uint8_t>(op) > 3 || ftype > 15) return WireError::bad_field;
+        out[0] = 0;
+        out[1] = static_cast<std::uint8_t>(op) & 0x3;
+        out[2] = 0;
+        out[3] = vendor;
         store_be32(&out[4], port_status_mask);
-        store_be32(&out[8], ev);
-        store_be32(&out[12], seq);
+        store_be32(&out[8], 0);
+        store_be16(&out[12], tx_timestamp);
+        store_be16(&out[14], static_cast<std::uint16_t>((tsr ? 0x8000 : 0) | ftype));
         return WireError::ok;
     }
     static WireError decode(std::span<const std::uint8_t> in, ErthHdr& h) noexcept {
         if (in.size() < kSize) return WireError::truncated_ext;
-        if (in[0] > 1) return WireError::bad_field;
-        h.op = static_cast<ErthOp>(in[0]);
-        h.flags = in[1];
-        h.reserved = load_be16(&in[2]);
+        h.op = static_cast<ErthOp>(in[1] & 0x3);
+        h.vendor = in[3];
         h.port_status_mask = load_be32(&in[4]);
-        h.ev = load_be32(&in[8]);
-        h.seq = load_be32(&in[12]);
+        h.tx_timestamp = load_be16(&in[12]);
+        const std::uint16_t w = load_be16(&in[14]);
+        h.tsr = (w & 0x8000) != 0;
+        h.ftype = static_cast<std::uint8_t>(w & 0xF);
         return WireError::ok;
     }
     friend bool operator==(const ErthHdr&, const ErthHdr&) = default;
+};
+
+/// EETH: 0 type|nh (0); 1 op (2 bits at mrc::kEethOpShift); 2..27
+/// reserved; 28 tx_timestamp (the request's, reflected: the requester's RTT
+/// sample); 30..35 reserved. As long as SETH + CC_STATE, with the reflected
+/// timestamp at the same offset.
+struct EethHdr {
+    static constexpr std::size_t kSize = 36;
+    ErthOp op = ErthOp::ev_probe;
+    std::uint16_t ts_echo = 0;  ///< the request's tx_timestamp
+
+    WireError encode(std::span<std::uint8_t> out) const noexcept {
+        if (out.size() < kSize) return WireError::buffer_too_small;
+        if (static_cast<std::uint8_t>(op) > 3) return WireError::bad_field;
+        for (std::size_t i = 0; i < kSize; ++i) out[i] = 0;
+        out[1] = static_cast<std::uint8_t>((static_cast<unsigned>(op) & 0x3) << mrc::kEethOpShift);
+        store_be16(&out[28], ts_echo);
+        return WireError::ok;
+    }
+    static WireError decode(std::span<const std::uint8_t> in, EethHdr& h) noexcept {
+        if (in.size() < kSize) return WireError::truncated_ext;
+        h.op = static_cast<ErthOp>((in[1] >> mrc::kEethOpShift) & 0x3);
+        h.ts_echo = load_be16(&in[28]);
+        return WireError::ok;
+    }
+    friend bool operator==(const EethHdr&, const EethHdr&) = default;
 };
 
 }  // namespace omrc::wire

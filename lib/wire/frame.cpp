@@ -23,8 +23,8 @@ std::size_t ext_header_size(Opcode op, bool ts) noexcept {
         case Opcode::sack: return SethHdr::kSize + CcStateHdr::kSize;
         case Opcode::nack: return NethHdr::kSize;
         case Opcode::probe: return PethHdr::kSize;
-        case Opcode::ep_request:
-        case Opcode::ep_response: return ErthHdr::kSize;
+        case Opcode::ep_request: return ErthHdr::kSize;
+        case Opcode::ep_response: return EethHdr::kSize;
     }
     return 0;
 }
@@ -63,8 +63,8 @@ WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
             return put(s.cc);
         case Opcode::nack: return put(s.neth);
         case Opcode::probe: return put(s.peth);
-        case Opcode::ep_request:
-        case Opcode::ep_response: return put(s.erth);
+        case Opcode::ep_request: return put(s.erth);
+        case Opcode::ep_response: return put(s.eeth);
         default: return WireError::bad_field;
     }
 }
@@ -161,10 +161,10 @@ namespace {
 /// Field checks of the extension headers that have them (sizes are already
 /// checked): the decoders' own checks, done without decoding.
 WireError check_ext_fields(Opcode op, std::span<const std::uint8_t> ext) noexcept {
+    // Only SETH has a reserved value in a field (M = 3). Endpoint ops
+    // outside the known ones are valid on the wire and dropped by the engine.
     switch (op) {
-        case Opcode::sack: return (ext[0] >> 6) > 2 ? WireError::bad_field : WireError::ok;
-        case Opcode::ep_request:
-        case Opcode::ep_response: return ext[0] > 1 ? WireError::bad_field : WireError::ok;
+        case Opcode::sack: return ((ext[1] >> 5) & 0x3) > 2 ? WireError::bad_field : WireError::ok;
         default: return WireError::ok;
     }
 }
@@ -362,7 +362,8 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
                 break;
             case Opcode::nack: out.neth = v.ext_header<NethHdr>(); break;
             case Opcode::probe: out.peth = v.ext_header<PethHdr>(); break;
-            default: out.erth = v.ext_header<ErthHdr>(); break;
+            case Opcode::ep_request: out.erth = v.ext_header<ErthHdr>(); break;
+            default: out.eeth = v.ext_header<EethHdr>(); break;
         }
     }
     if (v.trim == TrimKind::none) out.icrc = load_le32(frame.data() + (v.ip_offset + Ipv6Hdr::kSize + out.udp.length) - kIcrcSize);

@@ -68,6 +68,7 @@ struct FrameSpec {
     NethHdr neth{};
     PethHdr peth{};
     ErthHdr erth{};
+    EethHdr eeth{};
 };
 
 /// Bytes from the start of the frame to the end of the extension headers.
@@ -127,6 +128,7 @@ struct ParsedFrame {
     NethHdr neth{};
     PethHdr peth{};
     ErthHdr erth{};
+    EethHdr eeth{};
     std::uint32_t ev = 0;
     TrimKind trim = TrimKind::none;
     std::uint8_t ecn = 0;     ///< ECN of the header the fabric marks (outer in srv6 mode)

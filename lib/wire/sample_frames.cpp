@@ -42,22 +42,22 @@ FrameSpec base_spec(FrameMode mode, Opcode op, std::uint32_t i) {
     }
     s.bth.opcode = op;
     s.bth.dest_qp = (op == Opcode::ep_request || op == Opcode::ep_response) ? kEndpointQpn : 0x000100 + i;
-    s.bth.psn = 0x000010 + i;
+    // Endpoint messages carry their request id in BTH.PSN[15:0]; a probe consumes no PSN.
+    s.bth.psn = op == Opcode::probe ? 0 : 0x000010 + i;
     s.bth.ack_req = is_last_of_message(op);
     s.bth.ts = op == Opcode::write_first || op == Opcode::write_only || op == Opcode::write_only_imm;
     s.meth = {static_cast<std::uint16_t>(carries_imm(op) ? 1 : 0), static_cast<std::uint16_t>(3 + i)};
-    s.tseth = {static_cast<std::uint16_t>(0x1000 + i), true, 0};
+    s.tseth = {static_cast<std::uint16_t>(0x1000 + i), false, mrc::kFtypeTransmitTimestamp};
     s.reth = {0x00007F0000001000ull + 4096ull * i, 0x5EC0DE00u + i, 65536};
     s.imm = {0xC0FFEE00u + i};
     s.aeth = {static_cast<std::uint8_t>(i % 2 ? AethSyndrome::nak_remote_access : AethSyndrome::ack), 3 + i};
     s.seth.skip = SackSkip::skip_once;
-    s.seth.flags = kSackFlagEcnEcho;
     s.seth.ack_psn_offset = 5;
     s.seth.ev = s.ev;
     s.seth.src_conn_id = 0x1111;
     s.seth.dst_conn_id = 0x2222;
     s.seth.cack_psn = 0x000010 + i;
-    s.seth.cc_type = 1;
+    s.seth.cc_type = mrc::kSethCcTypeNscc;
     s.seth.mpr = 8;
     s.seth.sack_offset = 2;
     s.seth.bitmap = 0xF0F0000000000001ull;
@@ -68,12 +68,17 @@ FrameSpec base_spec(FrameMode mode, Opcode op, std::uint32_t i) {
     s.neth.src_conn_id = 0x1111;
     s.neth.dst_conn_id = 0x2222;
     s.neth.nack_psn = 0x000020 + i;
-    s.neth.cack_psn = 0x00001F + i;
-    s.peth = {0xA5A50000u + i, s.ev, 0x1111, 0x2222, 0x0C0C, 0};
-    s.erth.op = op == Opcode::ep_request ? ErthOp::port_status_update : ErthOp::ev_probe;
-    s.erth.port_status_mask = 0x000000FE;
-    s.erth.ev = s.ev;
-    s.erth.seq = 40 + i;
+    s.neth.cc_type = mrc::kNethCcType;
+    s.peth = {.probe_id = static_cast<std::uint16_t>(0xA500 + i),
+              .src_conn_id = 0x1111,
+              .dst_conn_id = 0x2222,
+              .tx_timestamp = 0x0C0C,
+              .ftype = mrc::kFtypeTransmitTimestamp};
+    s.erth.op = ErthOp::port_status_update;
+    s.erth.port_status_mask = mrc::port_mask_from_planes(0x7F);
+    s.erth.tx_timestamp = 0x0D0D;
+    s.erth.ftype = mrc::kFtypeTransmitTimestamp;
+    s.eeth = {ErthOp::port_status_update, 0x0D0D};
     return s;
 }
 

@@ -32,13 +32,15 @@ struct MethHdr {
     friend bool operator==(const MethHdr&, const MethHdr&) = default;
 };
 
-/// Timestamp extension header (present when BTH.TS is set).
+/// Timestamp extension header (present when BTH.TS is set): 0 tx_timestamp;
+/// 2 TSR (bit 7) | 11 reserved bits | format type (low 4 bits). The
+/// receiver reflects tx_timestamp in the SACK's CC_STATE.
 struct TsethHdr {
     static constexpr std::size_t kSize = 4;
-    static constexpr std::uint32_t kTickNs = 128;  ///< unit of tx_timestamp
+    static constexpr std::uint32_t kTickNs = 128;  ///< unit of tx_timestamp when tsr is false
     std::uint16_t tx_timestamp = 0;  ///< sender clock in 128 ns ticks, wraps every 8.39 ms
-    bool tsr = false;                ///< timestamp request: receiver echoes it in the SACK
-    std::uint8_t type = 0;           ///< 4 bits; 0 = sender transmit time
+    bool tsr = false;                ///< timestamp resolution: false = 128 ns, true = implementation-defined
+    std::uint8_t type = 0;           ///< 4 bits, format type: mrc::kFtypeTransmitTimestamp = a transmit time
 
     WireError encode(std::span<std::uint8_t> out) const noexcept {
         if (out.size() < kSize) return WireError::buffer_too_small;

@@ -74,7 +74,7 @@ public:
     [[nodiscard]] wire::FrameSpec sack_spec(std::uint32_t cack, std::int16_t sack_offset = 1,
                                             std::uint64_t bitmap = 0, std::uint32_t trigger_psn = 0,
                                             std::uint32_t trigger_ev = 0) const {
-        wire::FrameSpec s = spec(wire::Opcode::sack, (cack + 1) & 0xFFFFFF);
+        wire::FrameSpec s = spec(wire::Opcode::sack, cack & 0xFFFFFF);  // BTH.PSN = cack_psn
         s.seth.src_conn_id = peer_qp().conn_id;
         s.seth.dst_conn_id = qp().conn_id;
         s.seth.cack_psn = cack & 0xFFFFFF;
@@ -89,8 +89,13 @@ public:
     [[nodiscard]] wire::FrameSpec nack_spec(std::uint32_t psn, wire::NackReason reason, std::uint32_t ev,
                                             std::uint32_t cack) const {
         wire::FrameSpec s = spec(wire::Opcode::nack, psn);
-        s.neth = {static_cast<std::uint8_t>(reason), 0, 0, ev, peer_qp().conn_id, qp().conn_id, psn & 0xFFFFFF,
-                  cack & 0xFFFFFF};
+        (void)cack;  // NETH carries no cumulative PSN
+        s.neth = {.reason = static_cast<std::uint8_t>(reason),
+                  .ev = ev,
+                  .src_conn_id = peer_qp().conn_id,
+                  .dst_conn_id = qp().conn_id,
+                  .nack_psn = psn & 0xFFFFFF,
+                  .cc_type = wire::mrc::kNethCcType};
         return s;
     }
 

@@ -71,7 +71,7 @@ fields=(
     infiniband.bth.opcode infiniband.bth.destqp infiniband.bth.psn
     omrc.opcode omrc.ev omrc.ev.plane omrc.ev.path omrc.mode omrc.srh ipv6.routing.type
     omrc.meth.msn omrc.reth.rkey omrc.imm
-    omrc.aeth.syndrome omrc.sack.cack_psn omrc.sack.bitmap omrc.nack.nack_psn omrc.probe.id omrc.erth.op
+    omrc.aeth.syndrome omrc.sack.cack_psn omrc.sack.bitmap omrc.nack.nack_psn omrc.probe.id omrc.erth.op omrc.eeth.op
     omrc.payload_len omrc.icrc omrc.icrc.status
 )
 {
@@ -85,8 +85,9 @@ fields=(
         qpn=$((0x100 + i))
         if ((op == 0xD8 || op == 0xD9)); then qpn=2; fi
         psn=$((0x10 + i))
+        if ((op == 0xDE)); then psn=0; fi  # a probe consumes no PSN
         ev=$(((((i % 8) + 1) << 28) | ((i & 0xFFF) << 16) | (0x0A00 + i)))
-        msn='' rkey='' imm='' syn='' cack='' bitmap='' nack='' probe='' erth='' plen=''
+        msn='' rkey='' imm='' syn='' cack='' bitmap='' nack='' probe='' erth='' eeth='' plen=''
         if ((op >= 0xC6 && op <= 0xCB)); then
             msn=$((3 + i))
             rkey=$(printf '0x%08x' $((0x5EC0DE00 + i)))
@@ -97,12 +98,12 @@ fields=(
         if ((op == 0xD1)); then syn=$(printf '0x%02x' $((i % 2 ? 0x62 : 0))); fi
         if ((op == 0xDC)); then cack=$(printf '0x%06x' $((0x10 + i))) bitmap=0xf0f0000000000001; fi
         if ((op == 0xDD)); then nack=$(printf '0x%06x' $((0x20 + i))); fi
-        if ((op == 0xDE)); then probe=$(printf '0x%08x' $((0xA5A50000 + i))); fi
-        if ((op == 0xD8)); then erth=0; fi
-        if ((op == 0xD9)); then erth=1; fi
-        printf '%d,%d,0x%06x,%d,0x%02x,0x%08x,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,1\n' \
+        if ((op == 0xDE)); then probe=$(printf '0x%04x' $((0xA500 + i))); fi
+        if ((op == 0xD8)); then erth=0; fi  # PORT_STATUS_UPDATE
+        if ((op == 0xD9)); then eeth=0; fi  # answering a PORT_STATUS_UPDATE
+        printf '%d,%d,0x%06x,%d,0x%02x,0x%08x,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,1\n' \
             $((i + 1)) "$op" "$qpn" "$psn" "$op" "$ev" $((i % 8)) "$i" "$mode" "$srh" "$rt" \
-            "$msn" "$rkey" "$imm" "$syn" "$cack" "$bitmap" "$nack" "$probe" "$erth" "$plen" "${icrcs[i]}"
+            "$msn" "$rkey" "$imm" "$syn" "$cack" "$bitmap" "$nack" "$probe" "$erth" "$eeth" "$plen" "${icrcs[i]}"
     done
 } >"$tmp/expected.csv"
 

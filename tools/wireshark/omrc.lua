@@ -88,8 +88,9 @@ local AETH_SYNDROMES = {
     [0x62] = "NAK: remote access error",
     [0x63] = "NAK: remote operational error",
 }
-local SACK_SKIP = { [0] = "none", [1] = "skip once", [2] = "always skip", [3] = "invalid (3)" }
-local CC_TYPES = { [0] = "none", [1] = "NSCC" }
+local SACK_SKIP = { [0] = "NONE", [1] = "SKIP_ONCE", [2] = "ALWAYS_SKIP", [3] = "reserved (3)" }
+-- SETH cc_type as UET numbers it (lib/wire/mrc_choices.hpp)
+local CC_TYPES = { [0] = "NSCC", [1] = "credit" }
 local NACK_REASONS = {
     [0x01] = "TRIMMED",
     [0x02] = "TRIMMED_LASTHOP",
@@ -99,7 +100,12 @@ local NACK_REASONS = {
     [0x0B] = "PSN_OOR_WINDOW",
     [0x19] = "UNEXP_EVENT",
 }
+-- Endpoint ops, the EETH op position and the 1-based port mask are choices
+-- where the public sources disagree (lib/wire/mrc_choices.hpp): keep in step.
 local ERTH_OPS = { [0] = "PORT_STATUS_UPDATE", [1] = "EV_PROBE" }
+local EETH_OP_MASK = 0x30
+local PORT_MASK_ONE_BASED = true
+local FTYPES = { [0] = "no timestamp", [1] = "transmit timestamp" }
 local ICRC_STATUS = { [0] = "Unverified", [1] = "Good", [2] = "Bad" }
 
 local EP_QPN = 2
@@ -131,8 +137,8 @@ local F = {
     meth_msn = ProtoField.uint16("omrc.meth.msn", "MSN", base.DEC),
 
     tseth_ts = ProtoField.uint16("omrc.tseth.ts", "Tx timestamp (128 ns ticks)", base.DEC),
-    tseth_tsr = ProtoField.bool("omrc.tseth.tsr", "TSR (timestamp request)", 16, nil, 0x8000),
-    tseth_type = ProtoField.uint16("omrc.tseth.type", "Type", base.DEC, nil, 0x000F),
+    tseth_tsr = ProtoField.bool("omrc.tseth.tsr", "TSR (resolution other than 128 ns)", 16, nil, 0x8000),
+    tseth_type = ProtoField.uint16("omrc.tseth.type", "Format type", base.DEC, FTYPES, 0x000F),
 
     reth_va = ProtoField.uint64("omrc.reth.va", "Virtual address", base.HEX),
     reth_rkey = ProtoField.uint32("omrc.reth.rkey", "R_Key", base.HEX),
@@ -143,11 +149,11 @@ local F = {
     aeth_syndrome = ProtoField.uint8("omrc.aeth.syndrome", "Syndrome", base.HEX, AETH_SYNDROMES),
     aeth_msn = ProtoField.uint24("omrc.aeth.msn", "MSN", base.DEC),
 
-    sack_skip = ProtoField.uint16("omrc.sack.skip", "Skip (M)", base.DEC, SACK_SKIP, 0xC000),
-    sack_probe_response = ProtoField.bool("omrc.sack.probe_response", "Probe response", 16, nil, 0x2000),
-    sack_ecn_echo = ProtoField.bool("omrc.sack.ecn_echo", "ECN echo", 16, nil, 0x1000),
-    sack_flags = ProtoField.uint16("omrc.sack.flags", "Flags (other than M)", base.HEX, nil, 0x3FFF),
+    sack_prologue = ProtoField.uint16("omrc.sack.prologue", "Type | next header (0)", base.HEX, nil, 0xFF80),
+    sack_skip = ProtoField.uint16("omrc.sack.skip", "M (skip)", base.DEC, SACK_SKIP, 0x0060),
+    sack_probe_response = ProtoField.bool("omrc.sack.probe_response", "PR (answers a probe)", 16, nil, 0x0002),
     sack_ack_psn_offset = ProtoField.int16("omrc.sack.ack_psn_offset", "ACK PSN offset", base.DEC),
+    sack_probe_id = ProtoField.uint16("omrc.sack.probe_id", "Probe id answered", base.HEX),
     sack_ev = ProtoField.uint32("omrc.sack.ev", "Echoed EV", base.HEX),
     sack_src_conn_id = ProtoField.uint16("omrc.sack.src_conn_id", "Source connection id", base.HEX),
     sack_dst_conn_id = ProtoField.uint16("omrc.sack.dst_conn_id", "Destination connection id", base.HEX),
@@ -160,33 +166,39 @@ local F = {
     sack_psns = ProtoField.string("omrc.sack.received_psns", "PSNs reported received"),
 
     cc_ts_echo = ProtoField.uint16("omrc.cc.ts_echo", "Timestamp echo (128 ns ticks)", base.DEC),
-    cc_ooo_count = ProtoField.uint16("omrc.cc.ooo_count", "Out-of-order count", base.DEC, nil, 0xFFFE),
-    cc_restore_cwnd = ProtoField.bool("omrc.cc.restore_cwnd", "Restore cwnd", 16, nil, 0x0001),
-    cc_penalty = ProtoField.uint8("omrc.cc.penalty", "Penalty", base.DEC, nil, 0xFE),
+    cc_ooo_count = ProtoField.uint16("omrc.cc.ooo_count", "Out-of-order count (packets held)", base.DEC, nil, 0x7FFF),
+    cc_restore_cwnd = ProtoField.bool("omrc.cc.restore_cwnd", "Restore cwnd (r_c)", 8, nil, 0x80),
+    cc_penalty = ProtoField.uint8("omrc.cc.penalty", "Receiver cwnd penalty", base.DEC, nil, 0x7F),
     cc_rcvd_bytes = ProtoField.uint24("omrc.cc.rcvd_bytes", "Received bytes (256-byte units)", base.DEC),
 
     nack_reason = ProtoField.uint8("omrc.nack.reason", "Reason", base.HEX, NACK_REASONS),
-    nack_flags = ProtoField.uint8("omrc.nack.flags", "Flags", base.HEX),
-    nack_ts_echo = ProtoField.uint16("omrc.nack.ts_echo", "Timestamp echo (128 ns ticks)", base.DEC),
+    nack_vendor = ProtoField.uint8("omrc.nack.vendor", "Vendor info", base.HEX),
     nack_ev = ProtoField.uint32("omrc.nack.ev", "Echoed EV", base.HEX),
-    nack_src_conn_id = ProtoField.uint16("omrc.nack.src_conn_id", "Source connection id", base.HEX),
-    nack_dst_conn_id = ProtoField.uint16("omrc.nack.dst_conn_id", "Destination connection id", base.HEX),
+    nack_src_conn_id = ProtoField.uint16("omrc.nack.src_conn_id", "Source connection id (spdcid)", base.HEX),
+    nack_dst_conn_id = ProtoField.uint16("omrc.nack.dst_conn_id", "Destination connection id (dpdcid)", base.HEX),
     nack_nack_psn = ProtoField.uint24("omrc.nack.nack_psn", "NACK PSN", base.HEX),
-    nack_cack_psn = ProtoField.uint24("omrc.nack.cack_psn", "Cumulative ACK PSN", base.HEX),
+    nack_cc_type = ProtoField.uint8("omrc.nack.cc_type", "CC type", base.DEC, nil, 0xF0),
+    nack_cc_flags = ProtoField.uint8("omrc.nack.cc_flags", "CC flags", base.HEX, nil, 0x0F),
+    nack_ts_echo = ProtoField.uint16("omrc.nack.ts_echo", "Timestamp echo (128 ns ticks)", base.DEC),
 
-    probe_id = ProtoField.uint32("omrc.probe.id", "Probe id", base.HEX),
-    probe_ev = ProtoField.uint32("omrc.probe.ev", "EV", base.HEX),
-    probe_src_conn_id = ProtoField.uint16("omrc.probe.src_conn_id", "Source connection id", base.HEX),
-    probe_dst_conn_id = ProtoField.uint16("omrc.probe.dst_conn_id", "Destination connection id", base.HEX),
+    probe_vendor = ProtoField.uint8("omrc.probe.vendor", "Vendor info", base.HEX),
+    probe_id = ProtoField.uint16("omrc.probe.id", "Probe id", base.HEX),
+    probe_src_conn_id = ProtoField.uint16("omrc.probe.src_conn_id", "Source connection id (spdcid)", base.HEX),
+    probe_dst_conn_id = ProtoField.uint16("omrc.probe.dst_conn_id", "Destination connection id (dpdcid)", base.HEX),
     probe_ts = ProtoField.uint16("omrc.probe.ts", "Tx timestamp (128 ns ticks)", base.DEC),
-    probe_reserved = ProtoField.uint16("omrc.probe.reserved", "Reserved", base.HEX),
+    probe_tsr = ProtoField.bool("omrc.probe.tsr", "TSR (resolution other than 128 ns)", 16, nil, 0x8000),
+    probe_ftype = ProtoField.uint16("omrc.probe.ftype", "Format type", base.DEC, FTYPES, 0x000F),
 
-    erth_op = ProtoField.uint8("omrc.erth.op", "Operation", base.DEC, ERTH_OPS),
-    erth_flags = ProtoField.uint8("omrc.erth.flags", "Flags", base.HEX),
-    erth_reserved = ProtoField.uint16("omrc.erth.reserved", "Reserved", base.HEX),
+    ep_request_id = ProtoField.uint16("omrc.ep.request_id", "Request id (BTH.PSN[15:0])", base.HEX),
+    erth_op = ProtoField.uint8("omrc.erth.op", "Operation", base.DEC, ERTH_OPS, 0x03),
+    erth_vendor = ProtoField.uint8("omrc.erth.vendor", "Vendor info", base.HEX),
     erth_port_status_mask = ProtoField.uint32("omrc.erth.port_status_mask", "Port status mask", base.HEX),
-    erth_ev = ProtoField.uint32("omrc.erth.ev", "EV", base.HEX),
-    erth_seq = ProtoField.uint32("omrc.erth.seq", "Sequence", base.DEC),
+    erth_planes_up = ProtoField.string("omrc.erth.planes_up", "Planes up"),
+    erth_ts = ProtoField.uint16("omrc.erth.ts", "Tx timestamp (128 ns ticks)", base.DEC),
+    erth_tsr = ProtoField.bool("omrc.erth.tsr", "TSR (resolution other than 128 ns)", 16, nil, 0x8000),
+    erth_ftype = ProtoField.uint16("omrc.erth.ftype", "Format type", base.DEC, FTYPES, 0x000F),
+    eeth_op = ProtoField.uint8("omrc.eeth.op", "Operation", base.DEC, ERTH_OPS, EETH_OP_MASK),
+    eeth_ts_echo = ProtoField.uint16("omrc.eeth.ts_echo", "Request timestamp echo (128 ns ticks)", base.DEC),
 
     payload_len = ProtoField.uint32("omrc.payload_len", "Payload length", base.DEC),
     payload = ProtoField.bytes("omrc.payload", "Payload"),
@@ -290,7 +302,7 @@ local function ev_text(ev)
 end
 
 local function psn_list_text(first_psn, bitmap_str)
-    -- bitmap bit i (bit 63 = i 0) reports PSN first_psn + i; returns compact ranges
+    -- bitmap bit k (the LSB, last byte on the wire, is k 0) reports PSN first_psn + k; returns compact ranges
     local runs, start, prev = {}, nil, nil
     local function flush()
         if start == nil then return end
@@ -298,10 +310,10 @@ local function psn_list_text(first_psn, bitmap_str)
         if a == b then runs[#runs + 1] = string.format("0x%06x", a)
         else runs[#runs + 1] = string.format("0x%06x-0x%06x", a, b) end
     end
-    for j = 1, 8 do
+    for j = 8, 1, -1 do
         local byte = bitmap_str:byte(j)
-        for b = 7, 0, -1 do
-            local i = (j - 1) * 8 + (7 - b)
+        for b = 0, 7 do
+            local i = (8 - j) * 8 + b
             local set = math.floor(byte / 2 ^ b) % 2 == 1
             if set then
                 if start ~= nil and prev == first_psn + i - 1 then prev = first_psn + i
@@ -522,12 +534,12 @@ function omrc.dissector(tvb, pinfo, tree)
         if have(28, "SETH") then
             local h, o = hdr(28, "SETH (selective ACK extended header)")
             local fw = src(o, 2)
+            h:add(F.sack_prologue, fw)
             local skip_item = h:add(F.sack_skip, fw)
-            if fw:uint() >= 0xC000 then skip_item:add_proto_expert_info(E.bad_field, "SETH M value 3 is invalid") end
+            if band(rshift(fw:uint(), 5), 3) == 3 then skip_item:add_proto_expert_info(E.bad_field, "SETH M value 3 is reserved") end
             h:add(F.sack_probe_response, fw)
-            h:add(F.sack_ecn_echo, fw)
-            h:add(F.sack_flags, fw)
-            h:add(F.sack_ack_psn_offset, src(o + 2, 2))
+            local pr = band(fw:uint(), 0x0002) ~= 0
+            if pr then h:add(F.sack_probe_id, src(o + 2, 2)) else h:add(F.sack_ack_psn_offset, src(o + 2, 2)) end
             local e = src(o + 4, 4):uint()
             h:add(F.sack_ev, src(o + 4, 4)):append_text(" (" .. ev_text(e) .. ")")
             h:add(F.sack_src_conn_id, src(o + 8, 2))
@@ -547,7 +559,7 @@ function omrc.dissector(tvb, pinfo, tree)
                 local c, co = hdr(8, "CC state")
                 c:add(F.cc_ts_echo, src(co, 2))
                 c:add(F.cc_ooo_count, src(co + 2, 2))
-                c:add(F.cc_restore_cwnd, src(co + 2, 2))
+                c:add(F.cc_restore_cwnd, src(co + 4, 1))
                 c:add(F.cc_penalty, src(co + 4, 1))
                 local rb = c:add(F.cc_rcvd_bytes, src(co + 5, 3))
                 rb:append_text(string.format(" (%d bytes mod 2^32)", (src(co + 5, 3):uint() * 256) % 0x100000000))
@@ -557,16 +569,17 @@ function omrc.dissector(tvb, pinfo, tree)
     elseif not stopped and opcode == OP_NACK then
         if have(20, "NETH") then
             local h, o = hdr(20, "NETH (NACK extended header)")
-            h:add(F.nack_reason, src(o, 1))
-            h:add(F.nack_flags, src(o + 1, 1))
-            h:add(F.nack_ts_echo, src(o + 2, 2))
+            h:add(F.nack_reason, src(o + 2, 1))
+            h:add(F.nack_vendor, src(o + 3, 1))
             local e = src(o + 4, 4):uint()
             h:add(F.nack_ev, src(o + 4, 4)):append_text(" (" .. ev_text(e) .. ")")
             h:add(F.nack_src_conn_id, src(o + 8, 2))
             h:add(F.nack_dst_conn_id, src(o + 10, 2))
             h:add(F.nack_nack_psn, src(o + 13, 3))
-            h:add(F.nack_cack_psn, src(o + 17, 3))
-            local reason = src(o, 1):uint()
+            h:add(F.nack_cc_type, src(o + 16, 1))
+            h:add(F.nack_cc_flags, src(o + 16, 1))
+            h:add(F.nack_ts_echo, src(o + 18, 2))
+            local reason = src(o + 2, 1):uint()
             info[#info + 1] = string.format("NACK_PSN=0x%06x %s", src(o + 13, 3):uint(),
                 NACK_REASONS[reason] or string.format("reason 0x%02x", reason))
             off = off + 20
@@ -574,31 +587,51 @@ function omrc.dissector(tvb, pinfo, tree)
     elseif not stopped and opcode == OP_PROBE then
         if have(16, "PETH") then
             local h, o = hdr(16, "PETH (probe extended header)")
-            h:add(F.probe_id, src(o, 4))
-            local e = src(o + 4, 4):uint()
-            h:add(F.probe_ev, src(o + 4, 4)):append_text(" (" .. ev_text(e) .. ")")
+            h:add(F.probe_vendor, src(o + 3, 1))
+            h:add(F.probe_id, src(o + 4, 2))
             h:add(F.probe_src_conn_id, src(o + 8, 2))
             h:add(F.probe_dst_conn_id, src(o + 10, 2))
             h:add(F.probe_ts, src(o + 12, 2))
-            h:add(F.probe_reserved, src(o + 14, 2))
-            info[#info + 1] = string.format("ID=0x%08x", src(o, 4):uint())
+            h:add(F.probe_tsr, src(o + 14, 2))
+            h:add(F.probe_ftype, src(o + 14, 2))
+            info[#info + 1] = string.format("ID=0x%04x", src(o + 4, 2):uint())
             off = off + 16
         end
-    elseif not stopped and (opcode == OP_EP_REQ or opcode == OP_EP_RESP) then
+    elseif not stopped and opcode == OP_EP_REQ then
         if have(16, "ERTH") then
-            local h, o = hdr(16, "ERTH (endpoint extended header)")
-            local op_item = h:add(F.erth_op, src(o, 1))
-            local eop = src(o, 1):uint()
-            if ERTH_OPS[eop] == nil then op_item:add_proto_expert_info(E.bad_field, "Unknown ERTH operation") end
-            h:add(F.erth_flags, src(o + 1, 1))
-            h:add(F.erth_reserved, src(o + 2, 2))
+            local h, o = hdr(16, "ERTH (endpoint request header)")
+            local op_item = h:add(F.erth_op, src(o + 1, 1))
+            local eop = band(src(o + 1, 1):uint(), 0x03)
+            if ERTH_OPS[eop] == nil then op_item:add_proto_expert_info(E.bad_field, "Unknown endpoint operation") end
+            h:add(F.erth_vendor, src(o + 3, 1))
+            local mask = src(o + 4, 4):uint()
             h:add(F.erth_port_status_mask, src(o + 4, 4))
-            local e = src(o + 8, 4):uint()
-            h:add(F.erth_ev, src(o + 8, 4)):append_text(" (" .. ev_text(e) .. ")")
-            h:add(F.erth_seq, src(o + 12, 4))
-            info[#info + 1] = string.format("%s seq=%d", ERTH_OPS[eop] or string.format("op %d", eop),
-                src(o + 12, 4):uint())
+            if eop == 0 then
+                local up = {}
+                for p = 0, 15 do
+                    local bit = PORT_MASK_ONE_BASED and p + 1 or p
+                    if band(rshift(mask, bit), 1) == 1 then up[#up + 1] = tostring(p) end
+                end
+                h:add(F.erth_planes_up, src(o + 4, 4), #up > 0 and table.concat(up, ",") or "(none)"):set_generated()
+            end
+            h:add(F.erth_ts, src(o + 12, 2))
+            h:add(F.erth_tsr, src(o + 14, 2))
+            h:add(F.erth_ftype, src(o + 14, 2))
+            h:add(F.ep_request_id, src(base + 10, 2)):set_generated()
+            info[#info + 1] = string.format("%s id=0x%04x", ERTH_OPS[eop] or string.format("op %d", eop), src(base + 10, 2):uint())
             off = off + 16
+        end
+    elseif not stopped and opcode == OP_EP_RESP then
+        if have(36, "EETH") then
+            local h, o = hdr(36, "EETH (endpoint response header)")
+            local op_item = h:add(F.eeth_op, src(o + 1, 1))
+            local eop = rshift(band(src(o + 1, 1):uint(), EETH_OP_MASK), 4)
+            if ERTH_OPS[eop] == nil then op_item:add_proto_expert_info(E.bad_field, "Unknown endpoint operation") end
+            h:add(F.eeth_ts_echo, src(o + 28, 2))
+            h:add(F.ep_request_id, src(base + 10, 2)):set_generated()
+            info[#info + 1] = string.format("%s answer id=0x%04x", ERTH_OPS[eop] or string.format("op %d", eop),
+                src(base + 10, 2):uint())
+            off = off + 36
         end
     end
 

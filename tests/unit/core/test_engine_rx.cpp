@@ -169,7 +169,7 @@ TEST_CASE("Engine::note_ack__the_trigger_echo_names_the_packet_that_saw_ce", "[u
     REQUIRE(sacks.size() == 1);  // CE asks for an immediate SACK
     CHECK(sacks[0]->f.seth.ev == 0x10000101);
     CHECK(sacks[0]->f.seth.ack_psn_offset == psn_diff(psn_add(t.first_psn, 1), sacks[0]->f.seth.cack_psn));
-    CHECK((sacks[0]->f.seth.flags & wire::kSackFlagEcnEcho) != 0);
+    CHECK(sacks[0]->f.seth.skip == wire::SackSkip::skip_once);  // M = SKIP_ONCE: CE seen
     CHECK(t.peer->qp().stats.ecn_received == 1);
 }
 
@@ -188,8 +188,10 @@ TEST_CASE("Engine::on_data__out_of_order_packets_are_placed_and_reported_in_the_
     const wire::SethHdr& s = sacks[0]->f.seth;
     CHECK(s.cack_psn == psn_add(t.first_psn, -1));
     CHECK(s.sack_offset == 1);
-    // Bitmap: bit 63 = cack + 1 (packet 0, missing), then packets 1..4.
-    CHECK(s.bitmap == (0xFull << 59));
+    // Bitmap: bit 0 = cack + 1 (packet 0, missing), then packets 1..4 at bits 1..4.
+    CHECK(s.bitmap == 0x1Eull);
+    CHECK(sacks[0]->f.bth.psn == s.cack_psn);  // a SACK's BTH.PSN is its cumulative PSN
+    CHECK(sacks[0]->f.cc.ooo_count == 4);      // held beyond cack
     // The missing first packet completes the run up to 4.
     t.peer->deliver(t.packet(0, 6, true));
     const auto again = CraftedPeer::only(t.peer->sent(), Opcode::sack);
@@ -222,7 +224,7 @@ TEST_CASE("Engine::on_data__beyond_the_receive_window_is_nacked_psn_oor", "[unit
     REQUIRE(nacks.size() == 1);
     CHECK(nacks[0]->f.neth.reason == static_cast<std::uint8_t>(wire::NackReason::psn_oor_window));
     CHECK(nacks[0]->f.neth.nack_psn == psn_add(t.first_psn, static_cast<std::int32_t>(window + 1)));
-    CHECK(nacks[0]->f.neth.cack_psn == psn_add(t.first_psn, -1));
+    CHECK(nacks[0]->f.neth.cc_type == wire::mrc::kNethCcType);
     // The last PSN inside the window is taken.
     wire::FrameSpec s = t.peer->data_spec(Opcode::write_middle, psn_add(t.first_psn, static_cast<std::int32_t>(window - 1)),
                                           t.va(), kRkey, 2 * window * kMtu);
@@ -293,19 +295,23 @@ TEST_CASE("Engine::on_trimmed__an_already_received_psn_is_not_nacked", "[unit][c
 TEST_CASE("Engine::on_probe__answered_with_a_probe_response_sack", "[unit][core]") {
     Rx t;
     wire::FrameSpec s = t.peer->spec(Opcode::probe, 0, 2, 0x30000042);
-    s.peth = {0xABCD1235, 0x30000042, t.peer->peer_qp().conn_id, t.peer->qp().conn_id, 77, 0};
+    s.peth = {.probe_id = 0x1235, .src_conn_id = t.peer->peer_qp().conn_id, .dst_conn_id = t.peer->qp().conn_id,
+              .tx_timestamp = 77, .ftype = 1};
     t.peer->deliver(CraftedPeer::build(s), 2);
     const auto sacks = CraftedPeer::only(t.peer->sent(), Opcode::sack);
     REQUIRE(sacks.size() == 1);
-    CHECK((sacks[0]->f.seth.flags & wire::kSackFlagProbeResponse) != 0);
-    CHECK(sacks[0]->f.seth.ev == 0x30000042);
+    CHECK(sacks[0]->f.seth.probe_response);
+    CHECK(sacks[0]->f.seth.ev == 0x30000042);  // the EV the probe came on
+    CHECK(sacks[0]->f.ev == 0x30000042);       // and the answer travels on it back
+    CHECK(sacks[0]->plane == 2);
     CHECK(static_cast<std::uint16_t>(sacks[0]->f.seth.ack_psn_offset) == 0x1235);
 }
 
 TEST_CASE("Engine::on_probe__wrong_connection_id_is_dropped", "[unit][core]") {
     Rx t;
     wire::FrameSpec s = t.peer->spec(Opcode::probe, 0, 0, 0x10000042);
-    s.peth = {5, 0x10000042, static_cast<std::uint16_t>(t.peer->peer_qp().conn_id ^ 1), t.peer->qp().conn_id, 0, 0};
+    s.peth = {.probe_id = 5, .src_conn_id = static_cast<std::uint16_t>(t.peer->peer_qp().conn_id ^ 1),
+              .dst_conn_id = t.peer->qp().conn_id};
     t.peer->deliver(CraftedPeer::build(s));
     CHECK(t.drops(DropReason::bad_conn_id) == 1);
     CHECK(t.peer->sent().empty());
@@ -319,10 +325,18 @@ TEST_CASE("Engine::on_endpoint__port_status_from_a_connected_peer_changes_its_pl
     CHECK(t.pair.engines[1]->peer_plane_mask(peer) == ~0u);
     wire::FrameSpec s = t.peer->spec(Opcode::ep_request, 0);
     s.bth.dest_qp = wire::kEndpointQpn;
-    s.erth = {wire::ErthOp::port_status_update, 0, 0, 0xF7, 0, 1};  // plane 3 down
+    s.bth.psn = 0x0042;  // the request id
+    s.erth = {.op = wire::ErthOp::port_status_update, .port_status_mask = wire::mrc::port_mask_from_planes(0xF7)};  // plane 3 down
     t.peer->deliver(CraftedPeer::build(s));
     CHECK(t.pair.engines[1]->peer_plane_mask(peer) == 0xF7);
     CHECK(t.pair.engines[1]->stats().port_status_received == 1);
+    // Answered with an EETH to QPN 2 carrying the same request id.
+    const auto out = t.peer->sent();
+    const auto rsp = CraftedPeer::only(out, Opcode::ep_response);
+    REQUIRE(rsp.size() == 1);
+    CHECK(rsp[0]->f.bth.dest_qp == wire::kEndpointQpn);
+    CHECK(rsp[0]->f.bth.psn == 0x0042);
+    CHECK(rsp[0]->f.eeth.op == wire::ErthOp::port_status_update);
 }
 
 TEST_CASE("Engine::on_endpoint__port_status_from_an_unknown_source_is_dropped", "[unit][core]") {
@@ -330,7 +344,7 @@ TEST_CASE("Engine::on_endpoint__port_status_from_an_unknown_source_is_dropped", 
     wire::FrameSpec s = t.peer->spec(Opcode::ep_request, 0);
     s.bth.dest_qp = wire::kEndpointQpn;
     s.ip.src[15] ^= 0x40;
-    s.erth = {wire::ErthOp::port_status_update, 0, 0, 0, 0, 1};
+    s.erth = {.op = wire::ErthOp::port_status_update};
     t.peer->deliver(CraftedPeer::build(s));
     CHECK(t.drops(DropReason::wrong_source) == 1);
     CHECK(t.pair.engines[1]->peer_plane_mask(s.ip.src) == ~0u);
@@ -341,7 +355,7 @@ TEST_CASE("Engine::on_endpoint__responses_and_other_qpns_are_unexpected", "[unit
     Rx t;
     wire::FrameSpec s = t.peer->spec(Opcode::ep_response, 0);
     s.bth.dest_qp = wire::kEndpointQpn;
-    s.erth = {wire::ErthOp::port_status_update, 0, 0, 0, 0, 1};
+    s.eeth = {wire::ErthOp::port_status_update, 0};  // answers no request of ours
     t.peer->deliver(CraftedPeer::build(s));
     CHECK(t.drops(DropReason::unexpected) == 1);
     CHECK(t.pair.engines[1]->peer_plane_mask(t.pair.engines[0]->config().local_addr) == ~0u);
@@ -359,9 +373,9 @@ TEST_CASE("Engine::send_sack__a_far_trigger_is_covered_by_every_other_sack", "[u
         const wire::SethHdr& s = sacks[0]->f.seth;
         CHECK(s.cack_psn == psn_add(t.first_psn, -1));
         if (k == 100) {
-            // Near the trigger: the window ends at it (bit 0 = base + 63).
+            // Near the trigger: the window ends at it (bit 63 = base + 63).
             CHECK(s.sack_offset == 101 - 63);
-            CHECK((s.bitmap & 1) == 1);
+            CHECK(s.bitmap >> 63 == 1);
         } else {
             CHECK(s.sack_offset == 1);  // then back to cack + 1, where holes block the window
             CHECK(s.bitmap == 0);

@@ -221,9 +221,9 @@ TEST_CASE("Engine::on_sack__cumulative_ack_completes_the_write", "[unit][core]")
 TEST_CASE("Engine::on_sack__bitmap_acknowledges_out_of_order_packets", "[unit][core]") {
     Tx t;
     REQUIRE(t.post(4).size() == 4);
-    // cack before the first packet; bitmap from cack + 1: packets 1..3 received.
+    // cack before the first packet; bitmap from cack + 1 (bit 0): packets 1..3 received.
     const std::uint32_t cack = psn_add(t.first_psn(), -1);
-    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(cack, 1, 0x7ull << 60)));
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(cack, 1, 0xEull)));
     CHECK(t.peer->qp().stats.pkts_sacked == 3);
     CHECK(t.peer->qp().inflight_bytes == kTxMtu);
     CHECK(t.peer->qp().snd_una == t.first_psn());
@@ -237,7 +237,7 @@ TEST_CASE("Engine::on_sack__acknowledging_unsent_psns_is_forged", "[unit][core]"
     t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(last, 1))));  // cack beyond snd_nxt − 1
     CHECK(t.drops(DropReason::forged_ack) == 1);
     // A bitmap bit beyond the last PSN sent.
-    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(t.first_psn(), -1), 1, 1ull << (63 - 4))));
+    t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(psn_add(t.first_psn(), -1), 1, 1ull << 4)));
     CHECK(t.drops(DropReason::forged_ack) == 2);
     CHECK(t.peer->qp().stats.pkts_sacked == 0);
     CHECK(t.peer->completions().empty());
@@ -260,8 +260,7 @@ TEST_CASE("Engine::on_sack__ecn_echo_skips_the_ev_of_the_trigger", "[unit][core]
     REQUIRE(out.size() == 4);
     const std::uint32_t trig = out[2].f.bth.psn, ev = out[2].f.ev;
     wire::FrameSpec s = t.peer->sack_spec(out[3].f.bth.psn, 1, 0, trig, ev);
-    s.seth.flags = wire::kSackFlagEcnEcho;
-    s.seth.skip = wire::SackSkip::skip_once;
+    s.seth.skip = wire::SackSkip::skip_once;  // M = SKIP_ONCE: CE seen
     t.peer->deliver(CraftedPeer::build(s));
     CHECK(t.peer->qp().stats.ecn_echoes == 1);
     const PathSet& paths = t.peer->qp().paths;
@@ -315,7 +314,7 @@ TEST_CASE("Engine::infer_losses_on_path__a_later_packet_on_the_same_ev_proves_an
     // cack just before w; the bitmap says everything after w up to 40 arrived.
     const std::uint32_t cack = psn_add(out[w].f.bth.psn, -1);
     std::uint64_t bitmap = 0;
-    for (std::size_t k = w + 1; k < out.size() && k - w < 64; ++k) bitmap |= 1ull << (63 - (k - w));
+    for (std::size_t k = w + 1; k < out.size() && k - w < 64; ++k) bitmap |= 1ull << (k - w);  // bit 0 = w
     t.peer->deliver(CraftedPeer::build(t.peer->sack_spec(cack, 1, bitmap, out[x].f.bth.psn, out[x].f.ev)));
     CHECK(t.peer->qp().stats.losses_path_order == 1);
     const auto again = t.peer->sent();
@@ -373,12 +372,14 @@ TEST_CASE("Engine::sender_timers__no_progress_for_the_retry_budget_is_retry_exc_
     CHECK(t.peer->qp().state == QpState::err);
 }
 
-TEST_CASE("Engine::on_aeth__nak_remote_access_errors_the_named_message", "[unit][core]") {
+TEST_CASE("Engine::on_aeth__nak_remote_access_errors_the_message_of_its_psn", "[unit][core]") {
     Tx t;
     REQUIRE(t.post(2, 10).size() == 2);
-    REQUIRE(t.post(2, 11).size() == 2);
-    wire::FrameSpec s = t.peer->spec(Opcode::ack, psn_add(t.first_psn(), 0));
-    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), t.peer->qp().sq[1].msn};
+    const auto second = t.post(2, 11);
+    REQUIRE(second.size() == 2);
+    // IB: the NAK's BTH.PSN is the refused packet; MSN counts completed messages.
+    wire::FrameSpec s = t.peer->spec(Opcode::ack, second[1].f.bth.psn);
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), 0};
     t.peer->deliver(CraftedPeer::build(s));
     const auto wc = t.peer->completions();
     REQUIRE(wc.size() == 2);
@@ -389,13 +390,31 @@ TEST_CASE("Engine::on_aeth__nak_remote_access_errors_the_named_message", "[unit]
     CHECK(t.peer->qp().state == QpState::err);
 }
 
-TEST_CASE("Engine::on_aeth__a_nak_for_no_outstanding_message_is_forged", "[unit][core]") {
+TEST_CASE("Engine::on_aeth__a_nak_for_a_psn_not_in_flight_is_forged", "[unit][core]") {
     Tx t;
     REQUIRE(t.post(1, 10).size() == 1);
-    wire::FrameSpec s = t.peer->spec(Opcode::ack, t.first_psn());
-    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), 0x777};
+    wire::FrameSpec s = t.peer->spec(Opcode::ack, psn_add(t.first_psn(), 1));
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), 0};
     t.peer->deliver(CraftedPeer::build(s));
     CHECK(t.drops(DropReason::forged_ack) == 1);
     CHECK(t.peer->completions().empty());
     CHECK(t.peer->qp().state == QpState::rts);
+}
+
+TEST_CASE("Engine::on_aeth__positive_transport_ack_acknowledges_up_to_its_psn", "[unit][core]") {
+    Tx t;
+    const auto out = t.post(4, 21);
+    REQUIRE(out.size() == 4);
+    wire::FrameSpec s = t.peer->spec(Opcode::ack, out[3].f.bth.psn);
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::ack), 1};
+    t.peer->deliver(CraftedPeer::build(s));
+    const auto wc = t.peer->completions();
+    REQUIRE(wc.size() == 1);
+    CHECK(wc[0].wr_id == 21);
+    CHECK(wc[0].status == WcStatus::success);
+    CHECK(t.peer->qp().stats.transport_acks_received == 1);
+    // One beyond what was sent is forged.
+    s.bth.psn = psn_add(out[3].f.bth.psn, 1);
+    t.peer->deliver(CraftedPeer::build(s));
+    CHECK(t.drops(DropReason::forged_ack) == 1);
 }

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// ERTH and EETH codecs: round trips, truncation, unknown ops kept as they
+// arrive (the engine never acts on them). Layouts are pinned by
+// test_mrc_wire_golden.cpp.
 #include <catch2/catch.hpp>
 
 #include "support/hex.hpp"
@@ -7,12 +10,15 @@
 using namespace omrc::wire;
 using omrc::test::hex;
 
-TEST_CASE("ErthHdr golden", "[unit][wire]") {
+TEST_CASE("ErthHdr::encode__every_field", "[unit][wire]") {
     ErthHdr h;
-    h.op = ErthOp::port_status_update;
+    h.op = ErthOp::ev_probe;
+    h.vendor = 0x05;
     h.port_status_mask = 0xFE;
-    h.seq = 7;
-    const auto golden = hex("00 00 00 00 00 00 00 fe 00 00 00 00 00 00 00 07");
+    h.tx_timestamp = 0x1234;
+    h.tsr = true;
+    h.ftype = 1;
+    const auto golden = hex("00 01 00 05 00 00 00 fe 00 00 00 00 12 34 80 01");
     CHECK(omrc::test::encoded(h) == golden);
     ErthHdr d;
     REQUIRE(ErthHdr::decode(golden, d) == WireError::ok);
@@ -21,11 +27,29 @@ TEST_CASE("ErthHdr golden", "[unit][wire]") {
         CHECK(ErthHdr::decode(std::span(golden).first(n), d) == WireError::truncated_ext);
 }
 
-TEST_CASE("ErthHdr::decode__unknown_op", "[unit][wire]") {
-    auto b = hex("02 00 00 00 00 00 00 fe 00 00 00 00 00 00 00 07");
+TEST_CASE("ErthHdr::decode__unknown_op_is_kept_not_rejected", "[unit][wire]") {
+    auto b = hex("00 03 00 00 00 00 00 fe 00 00 00 00 00 00 00 01");
     ErthHdr d;
-    CHECK(ErthHdr::decode(b, d) == WireError::bad_field);
-    b[0] = 1;
+    REQUIRE(ErthHdr::decode(b, d) == WireError::ok);
+    CHECK(static_cast<int>(d.op) == 3);
+    CHECK(d.op != ErthOp::port_status_update);
+    b[1] = 0xFD;  // reserved bits around the op
     REQUIRE(ErthHdr::decode(b, d) == WireError::ok);
     CHECK(d.op == ErthOp::ev_probe);
+}
+
+TEST_CASE("EethHdr::encode__op_and_reflected_timestamp", "[unit][wire]") {
+    EethHdr h{ErthOp::port_status_update, 0xABCD};
+    std::vector<std::uint8_t> out(EethHdr::kSize);
+    REQUIRE(h.encode(out) == WireError::ok);
+    CHECK(out[1] == 0x00);
+    CHECK(out[28] == 0xAB);
+    CHECK(out[29] == 0xCD);
+    h.op = ErthOp::ev_probe;
+    REQUIRE(h.encode(out) == WireError::ok);
+    CHECK(out[1] == (1u << mrc::kEethOpShift));
+    EethHdr d;
+    REQUIRE(EethHdr::decode(out, d) == WireError::ok);
+    CHECK(d == h);
+    for (std::size_t n = 0; n < EethHdr::kSize; ++n) CHECK(EethHdr::decode(std::span(out).first(n), d) == WireError::truncated_ext);
 }

@@ -132,7 +132,8 @@ TEST_CASE("parse_frame__every_sample_roundtrips", "[unit][wire]") {
         }
         if (op == Opcode::nack) CHECK(p.neth == s.spec.neth);
         if (op == Opcode::probe) CHECK(p.peth == s.spec.peth);
-        if (op == Opcode::ep_request || op == Opcode::ep_response) CHECK(p.erth == s.spec.erth);
+        if (op == Opcode::ep_request) CHECK(p.erth == s.spec.erth);
+        if (op == Opcode::ep_response) CHECK(p.eeth == s.spec.eeth);
         if (s.spec.mode == FrameMode::srv6) CHECK(p.outer.dst == s.spec.outer.dst);
     }
 }
