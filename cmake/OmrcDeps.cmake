@@ -2,6 +2,8 @@
 # Every dependency comes from a Debian 12 package (scripts/deps installs them).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+# libpcap: the pcap=FILE device argument (capture driver) and wire_samples.
+pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
 # DPDK is optional: without it the "dpdk" driver and its tests are not built.
 pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
 find_package(fmt 9 REQUIRED)

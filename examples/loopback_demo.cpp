@@ -6,6 +6,7 @@
 // checks the destination byte for byte; exits non-zero if data is wrong.
 //
 //   loopback_demo [--bytes N] [--planes P] [--policy adaptive|spray|ecmp] [--dark-plane K]
+//                 [--loss RATE] [--trim RATE] [--pcap FILE] [--pcap-peer FILE]
 #include <isa-l/crc64.h>
 
 #include <CLI/CLI.hpp>
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
     std::uint64_t seed = 1;
     double bucket_us = 500;
     bool stats = false;
+    double loss = 0, trim = 0;
+    std::string pcap_a, pcap_b;
     app.add_option("--bytes", bytes, "bytes to transfer (default 1 GiB)")->check(CLI::Range(1ull << 20, 1ull << 34));
     app.add_option("--planes", planes, "planes (NIC ports), 100 Gb/s each")->check(CLI::Range(2, 15));
     app.add_option("--msg-kib", msg_kib, "WRITE size in KiB")->check(CLI::Range(4, 65536));
@@ -50,6 +53,10 @@ int main(int argc, char** argv) {
     app.add_option("--bucket-us", bucket_us, "timeline resolution in µs of virtual time");
     app.add_option("--seed", seed, "seed of the fabric, the engines and the data");
     app.add_flag("--stats", stats, "print the sender's counters (JSON) at the end");
+    app.add_option("--loss", loss, "random loss on every link, both ways (0..0.5)")->check(CLI::Range(0.0, 0.5));
+    app.add_option("--trim", trim, "share of data packets trimmed on every link (0..0.5)")->check(CLI::Range(0.0, 0.5));
+    app.add_option("--pcap", pcap_a, "write every frame the sender sends and receives to this pcap file");
+    app.add_option("--pcap-peer", pcap_b, "the same for the receiver");
     CLI11_PARSE(app, argc, argv);
     if (dark_plane >= planes) dark_plane = planes - 1;
     const std::size_t msg = std::size_t{msg_kib} << 10;
@@ -66,6 +73,10 @@ int main(int argc, char** argv) {
     fc.link_delay_ns = 1'000;
     fc.queue.rate_bps = 100'000'000'000;
     omrc::loopback::Fabric fabric(fc);
+    omrc::loopback::Impairment impaired;
+    impaired.loss.rate = loss;
+    impaired.trim.rate = trim;
+    if (loss > 0 || trim > 0) fabric.set_impairment_all(impaired);
     std::uint64_t vnow = 1'000'000;  // virtual ns, shared by the fabric and both devices
 
     Side s[2];
@@ -75,6 +86,8 @@ int main(int argc, char** argv) {
         o.args["endpoint"] = std::to_string(i);
         o.seed = seed * 2 + static_cast<std::uint64_t>(i);
         o.clock = [&vnow] { return vnow; };
+        const std::string& pcap = i == 0 ? pcap_a : pcap_b;
+        if (!pcap.empty()) o.args["pcap"] = pcap;
         int err = 0;
         s[i].dev = omrc::Device::open("loopback", o, &err);
         if (!s[i].dev) die("Device::open", err);
@@ -128,8 +141,10 @@ int main(int argc, char** argv) {
     const std::uint64_t t_back = t0 + static_cast<std::uint64_t>(0.6 * ideal_ns);
     omrc::loopback::Impairment black;
     black.blackhole = true;
+    black.loss = impaired.loss;  // the dark plane keeps the other impairments when it returns
+    black.trim = impaired.trim;
     fabric.schedule_impairment(t_dark, 0, 1, dark_plane, black);
-    fabric.schedule_impairment(t_back, 0, 1, dark_plane, omrc::loopback::Impairment{});
+    fabric.schedule_impairment(t_back, 0, 1, dark_plane, (loss > 0 || trim > 0) ? impaired : omrc::loopback::Impairment{});
 
     std::printf("OpenMRC loopback demo: %.2f GiB as %zu KiB WRITEs, %u planes x 100 Gb/s, policy %s\n",
                 static_cast<double>(bytes) / (1 << 30), msg >> 10, planes, policy_name.c_str());

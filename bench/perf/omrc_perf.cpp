@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
     app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));
     app.add_option("--policy", o.policy, "ecmp, spray or adaptive")->check(CLI::IsMember({"ecmp", "spray", "adaptive"}));
     app.add_option("--mtu", o.mtu, "payload bytes per packet (64..4096, multiple of 64)")->check(CLI::Range(64u, 4096u));
+    app.add_option("--pcap", o.pcap, "write every frame the device sends and receives to this pcap file");
     app.add_option("--dev-arg", o.dev_args, "driver option key=value (repeatable), e.g. local=[::1]:14800");
     app.add_option("--oob_timeout_ms", o.oob_timeout_ms, "connect / peer reply timeout")->check(CLI::Range(100u, 600'000u));
     app.add_option("--qp_timeout_ms", o.qp_timeout_ms, "QP timeout (no progress for 8x this fails the test)")

@@ -30,6 +30,7 @@ struct Options {
     std::uint16_t port = 18515;
     std::string driver = "udp";
     std::string eal;
+    std::string pcap;                 ///< --pcap: capture the device's frames (a second in-process device: FILE-peer.pcap)
     std::uint32_t planes = 0;           ///< 0: the driver's default
     std::uint32_t evs = 128;
     std::string policy = "adaptive";

@@ -154,9 +154,16 @@ struct Endpoint {
             d.args[kv.substr(0, eq)] = kv.substr(eq + 1);
         }
         if (!o.eal.empty()) d.args["eal"] = o.eal;
+        if (!o.pcap.empty()) d.args["pcap"] = o.pcap;
         if (o.driver_context.has_value()) {
             d.driver_context = o.driver_context;
             d.args["endpoint"] = std::to_string(o.endpoint);
+            if (!o.pcap.empty() && o.endpoint != 0) {
+                // Both ends in this process: the second one writes FILE-peer.pcap.
+                std::string p = o.pcap;
+                const std::size_t dot = p.rfind(".pcap");
+                d.args["pcap"] = dot != std::string::npos && dot + 5 == p.size() ? p.insert(dot, "-peer") : p + "-peer";
+            }
         }
         d.planes = o.planes;
         int err = 0;

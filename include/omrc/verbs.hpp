@@ -280,6 +280,10 @@ struct DeviceOptions {
     ///   planes=N          without driver_context: planes of the private
     ///                     fabric (default: `planes` below, or 8)
     ///   link_delay_ns=N   without driver_context: one-way delay (default 1000)
+    /// Any driver:
+    ///   pcap=FILE         write every frame sent and received to FILE (pcap,
+    ///                     Ethernet), timestamped with the device's clock
+    ///   next_hop_macs=M,… Ethernet destination per plane (a routed fabric)
     std::map<std::string, std::string, std::less<>> args;
     /// An in-process object the driver attaches to; not owned, must outlive
     /// the Device. loopback: an `omrc::loopback::Fabric*`

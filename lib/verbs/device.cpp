@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "routing/fabric.hpp"
+#include "runtime/capture_driver.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/stats_json.hpp"
@@ -110,10 +111,33 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         }
         driver_options.args.erase(it);
     }
+    std::string pcap_path;
+    if (auto it = driver_options.args.find("pcap"); it != driver_options.args.end()) {
+        pcap_path = it->second;
+        driver_options.args.erase(it);
+        if (pcap_path.empty()) {
+            runtime::logger().error("pcap=: give the file to write");
+            set_err(err, EINVAL);
+            return nullptr;
+        }
+    }
     runtime::AttachedDriver attached;
     if (const int e = factory(driver_options, attached); e != 0) {
         set_err(err, e);
         return nullptr;
+    }
+    if (!pcap_path.empty()) {
+        // Every frame the driver sends or receives, as the device sees it.
+        int e = 0;
+        std::string why;
+        auto capture = runtime::CaptureDriver::open(std::move(attached.driver), pcap_path, e, why);
+        if (capture == nullptr) {
+            runtime::logger().error("pcap={}: {}", pcap_path, why);
+            set_err(err, e);
+            return nullptr;
+        }
+        attached.driver = std::move(capture);
+        runtime::logger().info("capturing to {}", pcap_path);
     }
     const std::uint32_t driver_planes = std::min(attached.driver->planes(), kMaxPlanes);
     const std::uint32_t planes = options.planes != 0 ? options.planes : driver_planes;

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// A driver that records what another driver carries: every frame accepted by
+// tx_burst and every frame rx_burst hands out goes to a pcap file (libpcap,
+// Ethernet link type) with the caller's now_ns as its timestamp — virtual
+// time on a virtual-clock fabric, real time otherwise — and is otherwise
+// passed through untouched. The device installs it for the argument
+// `pcap=FILE` whatever the driver (docs/DRIVERS.md, "Capturing traffic").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/driver.hpp"
+
+struct pcap;
+struct pcap_dumper;
+
+namespace omrc::runtime {
+
+class CaptureDriver final : public driver::Driver {
+public:
+    /// Wraps `inner` and opens `path` for writing. Returns null and sets
+    /// `err` (an errno) and `why` when the file cannot be written.
+    static std::unique_ptr<CaptureDriver> open(std::unique_ptr<driver::Driver> inner, const std::string& path, int& err,
+                                               std::string& why);
+    ~CaptureDriver() override;
+    CaptureDriver(const CaptureDriver&) = delete;
+    CaptureDriver& operator=(const CaptureDriver&) = delete;
+
+    [[nodiscard]] std::string name() const override { return inner_->name(); }
+    [[nodiscard]] std::uint32_t planes() const override { return inner_->planes(); }
+    std::size_t rx_burst(std::span<driver::RxFrame> out, std::uint64_t now_ns) override;
+    std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override;
+    [[nodiscard]] std::uint64_t tx_release_count() const override { return inner_->tx_release_count(); }
+    std::size_t poll_link_events(std::span<driver::LinkEvent> out) override { return inner_->poll_link_events(out); }
+    [[nodiscard]] bool link_up(std::uint32_t plane) const override { return inner_->link_up(plane); }
+    [[nodiscard]] std::uint64_t next_event_ns() const override { return inner_->next_event_ns(); }
+    [[nodiscard]] driver::DriverStats stats() const override { return inner_->stats(); }
+    [[nodiscard]] driver::IcrcHandling icrc() const override { return inner_->icrc(); }
+    /// The inner driver's counters, then `capture.frames` and `capture.bytes`.
+    void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const override;
+
+private:
+    CaptureDriver(std::unique_ptr<driver::Driver> inner, pcap* dead, pcap_dumper* dumper);
+    void write(std::uint64_t now_ns, std::span<const std::uint8_t> bytes);
+
+    std::unique_ptr<driver::Driver> inner_;
+    pcap* dead_;
+    pcap_dumper* dumper_;
+    std::vector<std::uint8_t> flat_;  ///< a gather list or split frame made contiguous
+    std::uint64_t frames_ = 0;
+    std::uint64_t bytes_ = 0;
+};
+
+}  // namespace omrc::runtime
