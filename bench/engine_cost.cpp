@@ -103,7 +103,7 @@ struct Pair {
     std::uint32_t qpn[2] = {0, 0};
     core::TimeNs now = 1'000'000;
 
-    Pair(std::size_t msg_bytes, bool icrc) : src(std::max<std::size_t>(msg_bytes, 64), kPattern), sink(std::max<std::size_t>(msg_bytes, 64)) {
+    Pair(std::size_t msg_bytes, bool icrc, bool transport_acks = false) : src(std::max<std::size_t>(msg_bytes, 64), kPattern), sink(std::max<std::size_t>(msg_bytes, 64)) {
         for (int i = 0; i < 2; ++i) {
             core::EngineConfig c;
             c.planes = 8;
@@ -111,6 +111,7 @@ struct Pair {
             for (std::uint32_t p = 0; p < c.planes; ++p) c.local_macs[p] = mac(i, p);
             c.local_addr = addr(i);
             c.compute_icrc = c.verify_icrc = icrc;
+            c.send_transport_acks = transport_acks;
             e[i] = std::make_unique<core::Engine>(c, i == 1 ? &sink : nullptr);
         }
         for (int i = 0; i < 2; ++i) {
@@ -223,11 +224,12 @@ double memcpy_ns_per_pkt(Pair& p, std::size_t bytes, std::size_t pkts) {
 }
 
 /// range(0): message bytes (8 = one 8-byte packet per message; 1 MiB = 256
-/// frames of 4 KiB payload); range(1): software ICRC on both ends.
+/// frames of 4 KiB payload); range(1): software ICRC on both ends;
+/// range(2): positive Transport ACKs sent with every SACK.
 void BM_engine_cost(benchmark::State& st) {
     const auto msg = static_cast<std::size_t>(st.range(0));
     const bool icrc = st.range(1) != 0;
-    Pair p(msg, icrc);
+    Pair p(msg, icrc, st.range(2) != 0);
     const std::size_t payload = std::min<std::size_t>(msg, 4096);
     const std::size_t messages = msg <= 4096 ? 400'000 : 400;
     const std::size_t depth = msg <= 4096 ? 256 : 8;
@@ -250,18 +252,20 @@ void BM_engine_cost(benchmark::State& st) {
             if (w != 0) st.SkipWithError("frames rejected by the parser");
     st.counters["ns_per_pkt"] = static_cast<double>(total.cpu_ns) / static_cast<double>(total.data_pkts);
     st.counters["memcpy_ns_per_pkt"] = memcpy_ns / static_cast<double>(runs);
-    st.counters["sacks_per_pkt"] = static_cast<double>(total.ctrl_pkts) / static_cast<double>(total.data_pkts);
+    st.counters["ctrl_per_pkt"] = static_cast<double>(total.ctrl_pkts) / static_cast<double>(total.data_pkts);
     st.counters["data_pkts"] = static_cast<double>(total.data_pkts);
 }
 
 }  // namespace
 
 BENCHMARK(BM_engine_cost)
-    ->Args({8, 0})
-    ->Args({8, 1})
-    ->Args({1 << 20, 0})
-    ->Args({1 << 20, 1})
-    ->ArgNames({"msg_bytes", "icrc"})
+    ->Args({8, 0, 0})
+    ->Args({8, 1, 0})
+    ->Args({1 << 20, 0, 0})
+    ->Args({1 << 20, 1, 0})
+    ->Args({8, 0, 1})
+    ->Args({1 << 20, 0, 1})
+    ->ArgNames({"msg_bytes", "icrc", "transport_acks"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_MAIN();
