@@ -68,8 +68,7 @@ struct EngineConfig {
     // Paths.
     std::uint64_t ev_timeout_ns = 200'000;     ///< EV timeout before any RTT sample
     std::uint64_t min_ev_timeout_ns = 20'000;  ///< EV timeout = max(this, 2 · max RTT + reorder window)
-    std::uint64_t probe_interval_ns = 50'000;  ///< first probe period of an ASSUMED_BAD EV
-    std::uint64_t max_probe_interval_ns = 1'000'000;  ///< unanswered probes back off (×2) up to this
+    std::uint64_t probe_interval_ns = 50'000;  ///< probe period of a (plane, T1) group with EVs out (fixed, no backoff)
     std::uint32_t probe_successes_to_restore = 3;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down

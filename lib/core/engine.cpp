@@ -214,9 +214,14 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         // with even spraying every packet in flight is tracked by its EV.
         const std::uint32_t share = (qp->rcv_window + a.evs - 1) / a.evs;
         const std::uint32_t depth = std::max(cfg_.ev_track_depth, 2 * share);
-        qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp->qpn, rng_);
-        qp->paths.set_probe_intervals(cfg_.probe_interval_ns, cfg_.max_probe_interval_ns);
         prepare_specs(*qp);
+        // SRv6 mode: the EV picks the T1 of every path that crosses one, so
+        // paths are managed per (plane, T1); otherwise per EV.
+        const std::uint32_t t1s = cfg_.mode == wire::FrameMode::srv6 && qp->usid_template.crosses_t1()
+                                      ? cfg_.fabric.t1_per_plane
+                                      : 0;
+        qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp->qpn, t1s, rng_);
+        qp->paths.set_probe_interval(cfg_.probe_interval_ns);
         qp->state = QpState::rtr;
         return {kOk};
     }
@@ -481,6 +486,8 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
         return;
     }
     const wire::Opcode op = f.bth.opcode;
+    rx_plane_ = frame.plane;
+    rx_ev_ = f.ev;
     if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
         on_endpoint(f, frame.plane, now);
         return;

@@ -149,10 +149,17 @@ private:
     /// Returns true when the slot still has an older packet to decide later.
     bool infer_losses_on_path(Qp& qp, std::size_t slot, const SackView& sack, TimeNs now);
     TimeNs reorder_window(const Qp& qp) const noexcept;
-    TimeNs ev_timeout(const Qp& qp) const noexcept;
+    TimeNs send_order_window(const Qp& qp, std::uint8_t plane) const noexcept;
+    TimeNs ev_timeout(Qp& qp) noexcept;
     void advance_una(Qp& qp, TimeNs now);
     void sender_timers(Qp& qp, TimeNs now);
-    void send_probe(Qp& qp, BadEv& bad, TimeNs now);
+    void send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now);
+    /// Marks what the slot has in flight lost (to be resent elsewhere now).
+    void resend_slot(Qp& qp, std::size_t slot);
+    /// resend_slot, then the slot's EV is retired.
+    void retire_slot(Qp& qp, std::size_t slot, TimeNs now);
+    /// RACK-style loss detection over the packets a SACK reports missing.
+    void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
     SubmitResult probe_ev(const CmdProbeEv& c, TimeNs now);
     /// SACK M field: skip the EV once, or give it up.
     void on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now);
@@ -192,6 +199,10 @@ private:
     void send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t psn);
     void send_port_status(TimeNs now);
     std::uint8_t reverse_plane(Qp& qp) noexcept;
+    /// The plane and EV of an acknowledgement: those of the data packet it
+    /// answers when usable, else the QP's rotation over reverse EVs.
+    void ack_route(Qp& qp, std::uint8_t arrived_plane, std::uint32_t data_ev, std::uint8_t& plane,
+                   std::uint32_t& ev) noexcept;
     wire::GatherFrame* ctrl_slot();
     /// Addresses the QP's control spec for `plane` and `ev` (MACs, EV, SRv6 path) and tags `g` with the plane.
     wire::FrameSpec& address_ctrl(Qp& qp, std::uint8_t plane, std::uint32_t ev, wire::GatherFrame& g);
@@ -212,6 +223,8 @@ private:
     /// deadline no longer matches Qp::timer_armed_ns are stale and skipped.
     std::vector<std::pair<TimeNs, std::uint32_t>> timers_;
     Ring<wire::GatherFrame> ctrl_;           ///< control frames waiting for poll_tx
+    std::uint8_t rx_plane_ = 0;              ///< plane of the frame being received (rx_one)
+    std::uint32_t rx_ev_ = 0;                ///< its EV
     Ring<Completion> completions_{64};
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
     std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes

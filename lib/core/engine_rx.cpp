@@ -46,12 +46,29 @@ std::uint8_t Engine::reverse_plane(Qp& qp) noexcept {
 }
 
 namespace {
-/// The reverse EV of a QP on a plane: fixed per (QP, plane), so SACKs of one
-/// plane follow one path.
+/// The reverse EV of a QP on a plane, for acknowledgements with no data EV
+/// to follow (timer SACKs, endpoint answers).
 std::uint32_t reverse_ev(const Qp& qp, std::uint8_t plane) noexcept {
     return routing::make_ev(plane, qp.qpn & 0xFFF, static_cast<std::uint16_t>(qp.conn_id ^ 0x5A5A));
 }
 }  // namespace
+
+void Engine::ack_route(Qp& qp, std::uint8_t arrived_plane, std::uint32_t data_ev, std::uint8_t& plane,
+                       std::uint32_t& ev) noexcept {
+    // An acknowledgement follows the data packet it answers back: the same
+    // plane and EV, so in a Clos the same T1 both ways. Acknowledgements are
+    // then spread over paths as the data is, and leave a path that fails
+    // with the data (nothing arrives on it to be answered). The EV must be
+    // one of the plane it arrived on, and that plane usable by both ends.
+    if (data_ev != 0 && arrived_plane < cfg_.planes && routing::ev_plane(data_ev) == arrived_plane &&
+        (usable_planes(qp) & (1u << arrived_plane))) {
+        plane = arrived_plane;
+        ev = data_ev;
+        return;
+    }
+    plane = reverse_plane(qp);
+    ev = reverse_ev(qp, plane);
+}
 
 wire::FrameSpec& Engine::address_ctrl(Qp& qp, std::uint8_t plane, std::uint32_t ev, wire::GatherFrame& g) {
     wire::FrameSpec& s = qp.ctrl_spec;
@@ -93,8 +110,10 @@ void Engine::send_sack(Qp& qp, TimeNs now) {
     qp.ack_restore_cwnd = false;
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
-    const std::uint8_t plane = reverse_plane(qp);
-    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+    std::uint8_t plane = 0;
+    std::uint32_t route_ev = 0;
+    ack_route(qp, qp.ack_trigger_plane, qp.ack_trigger_ev, plane, route_ev);
+    wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     fill_sack(qp, s);
     wire::SethHdr& h = s.seth;
     h.ev = qp.ack_trigger_ev;
@@ -137,8 +156,10 @@ void Engine::send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std
 void Engine::send_transport_ack(Qp& qp) {
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
-    const std::uint8_t plane = reverse_plane(qp);
-    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+    std::uint8_t plane = 0;
+    std::uint32_t route_ev = 0;
+    ack_route(qp, qp.ack_trigger_plane, qp.ack_trigger_ev, plane, route_ev);
+    wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     s.bth.opcode = wire::Opcode::ack;
     s.bth.psn = qp.rcv_cack;
     s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::ack), qp.rcv_msn & 0xFFFFFF};
@@ -149,8 +170,10 @@ void Engine::send_transport_ack(Qp& qp) {
 void Engine::send_nack(Qp& qp, const NackFields& n) {
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
-    const std::uint8_t plane = reverse_plane(qp);
-    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+    std::uint8_t plane = 0;
+    std::uint32_t route_ev = 0;
+    ack_route(qp, rx_plane_, n.ev, plane, route_ev);  // back the way the NACKed packet came
+    wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     s.bth.opcode = wire::Opcode::nack;
     s.bth.psn = n.psn;
     s.neth = {.reason = static_cast<std::uint8_t>(n.reason),
@@ -167,8 +190,10 @@ void Engine::send_nack(Qp& qp, const NackFields& n) {
 void Engine::send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t psn) {
     wire::GatherFrame* g = ctrl_slot();
     if (g == nullptr) return;
-    const std::uint8_t plane = reverse_plane(qp);
-    wire::FrameSpec& s = address_ctrl(qp, plane, reverse_ev(qp, plane), *g);
+    std::uint8_t plane = 0;
+    std::uint32_t route_ev = 0;
+    ack_route(qp, rx_plane_, rx_ev_, plane, route_ev);  // back the way the refused packet came
+    wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     s.bth.opcode = wire::Opcode::ack;
     s.bth.psn = psn;
     s.aeth = {static_cast<std::uint8_t>(syndrome), qp.rcv_msn & 0xFFFFFF};
@@ -212,6 +237,7 @@ void Engine::note_ack(Qp& qp, const wire::FrameView& f, bool ack_now) {
     if (ecn || !qp.ack_trigger_ecn || qp.ack_pending == 0) {
         qp.ack_trigger_psn = f.bth.psn;
         qp.ack_trigger_ev = f.ev;
+        qp.ack_trigger_plane = rx_plane_;
         qp.ack_trigger_ts = f.has_tseth ? f.tseth().tx_timestamp : 0;
         qp.ack_trigger_ecn = ecn;
     }

@@ -7,11 +7,17 @@
 
 #include "core/engine.hpp"
 #include "core/psn.hpp"
+#include "routing/fabric.hpp"
 #include "wire/icrc.hpp"
 
 namespace omrc::core {
 
 namespace {
+/// The plane a packet's latest transmission went on (its EV's; the slot
+/// may hold an EV of another plane since).
+std::uint8_t packet_plane(const TxPkt& p) noexcept {
+    return static_cast<std::uint8_t>(std::min<std::uint32_t>(routing::ev_plane(p.ev), kMaxPlanes - 1));
+}
 std::uint16_t ts_ticks(TimeNs now) noexcept {
     return static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs);
 }
@@ -49,7 +55,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
             continue;
         }
         if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + p.len > cwnd) return false;
-        const int slot = qp.paths.select(planes);
+        const int slot = qp.paths.select(planes, rng_);
         if (slot < 0) return false;
         qp.resend.pop_front();
         p.lost = false;
@@ -62,7 +68,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     SendMsg& m = qp.sq[qp.seg_msg];
     const std::uint32_t len = std::min(qp.attr.mtu_bytes, m.length - qp.seg_offset);
     if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + len > cwnd) return false;
-    const int slot = qp.paths.select(planes);
+    const int slot = qp.paths.select(planes, rng_);
     if (slot < 0) return false;
     const std::uint32_t psn = qp.snd_nxt;
     if (qp.seg_offset == 0) m.first_psn = psn;
@@ -117,8 +123,8 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
         ++qp.stats.data_pkts_sent;
         qp.stats.data_bytes_sent += p.len;
     }
-    if (now + ev_timeout(qp) < qp.next_scan_ns) {
-        qp.next_scan_ns = now + ev_timeout(qp);
+    if (const TimeNs t = now + ev_timeout(qp); t < qp.next_scan_ns) {
+        qp.next_scan_ns = t;
         arm_timer(qp);
     }
     // AckReq when the sender cannot go on without an acknowledgement (its
@@ -202,6 +208,27 @@ void Engine::untrack_slot(Qp& qp, std::size_t slot) {
     qp.paths.clear_tracked(slot);
 }
 
+void Engine::resend_slot(Qp& qp, std::size_t slot) {
+    // The EV is given up: what is still in flight on it is sent again on
+    // other paths now, not after a timeout.
+    for (std::uint32_t i = 0; i < qp.paths.tracked(slot); ++i) {
+        std::uint32_t psn;
+        std::uint64_t seq;
+        qp.paths.tracked_at(slot, i, psn, seq);
+        TxPkt& p = qp.pkt(psn);
+        if (p.tx_seq == seq && !p.acked && !p.lost) {
+            mark_lost(qp, psn, false);
+            ++qp.stats.resent_on_retirement;
+        }
+    }
+    qp.paths.clear_tracked(slot);
+}
+
+void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now) {
+    resend_slot(qp, slot);
+    if (qp.paths.retire(slot, now, rng_, usable_planes(qp))) ++qp.stats.ev_retirements;
+}
+
 void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes) {
     TxPkt& p = qp.pkt(psn);
     if (p.acked || p.tx_count == 0) return;
@@ -216,6 +243,10 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     }
     acked_bytes += p.len;
     ++qp.stats.pkts_sacked;
+    // Send-order loss detection: the latest send time known delivered. A
+    // packet sent more than once does not say which copy arrived.
+    TimeNs& rack = qp.rack_sent_ns[packet_plane(p)];
+    if (p.tx_count == 1 && p.sent_ns > rack) rack = p.sent_ns;
     ++qp.acked_above_una;  // until advance_una passes it
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     if (slot.ev == p.ev) {
@@ -236,18 +267,66 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
 
 TimeNs Engine::reorder_window(const Qp& qp) const noexcept {
     // How long an acknowledgement may trail one for a later packet: the
-    // spread of RTTs seen (reverse paths differ, queues vary) plus a quarter
-    // of the base RTT. Before any sample, a quarter of the EV timeout.
+    // spread of RTTs seen over all planes (planes differ in delay, a report
+    // waits for the bitmap to reach it, queues vary) plus a quarter of the
+    // base RTT. Before any sample, a quarter of the initial EV timeout.
     if (qp.rtt_min_ns == 0) return cfg_.ev_timeout_ns / 4;
     return (qp.rtt_recent_max_ns - qp.rtt_min_ns) + qp.rtt_min_ns / 4 + 1'000;
 }
 
-TimeNs Engine::ev_timeout(const Qp& qp) const noexcept {
+TimeNs Engine::send_order_window(const Qp& qp, std::uint8_t plane) const noexcept {
+    // Send-order detection compares packets of one plane whose fate is
+    // known (reported missing): the spread of that plane's own RTTs (its
+    // T1 paths and queues) plus a quarter of its base RTT.
+    const Qp::PlaneRtt& r = qp.plane_rtt[plane];
+    if (r.min_ns == 0) return reorder_window(qp);
+    return (r.recent_max_ns - r.min_ns) + r.min_ns / 4 + 1'000;
+}
+
+TimeNs Engine::ev_timeout(Qp& qp) noexcept {
     // A few measured round trips (tens of microseconds on a fabric), never a
     // fixed RTO: the slowest path's RTT sets it, so a long path is not
-    // mistaken for a dead one.
+    // mistaken for a dead one. Until every usable plane has answered, the
+    // slowest is not known (planes may differ in delay, and a packet's report
+    // waits for the slowest plane's holes to fill): the initial timeout is
+    // the floor then.
     if (qp.rtt_min_ns == 0) return cfg_.ev_timeout_ns;
-    return std::max<TimeNs>(2 * qp.rtt_max_ns + reorder_window(qp), cfg_.min_ev_timeout_ns);
+    const TimeNs measured = std::max<TimeNs>(2 * qp.rtt_max_ns + reorder_window(qp), cfg_.min_ev_timeout_ns);
+    if ((usable_planes(qp) & ~qp.planes_sampled) != 0) return std::max<TimeNs>(measured, cfg_.ev_timeout_ns);
+    return measured;
+}
+
+void Engine::detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now) {
+    // RACK-style, across the EVs of a plane: a packet the SACK reports
+    // missing (its bit clear in the bitmap from cack + 1) is lost when a
+    // packet sent more than a window after it on the same plane, over any
+    // of the plane's T1s, has been delivered. A dead path's packets are thus
+    // found about a round trip after packets sent later arrive on its
+    // plane's other paths, without waiting for its EV timeout. Only reported
+    // PSNs are judged: a packet beyond the bitmap may have arrived unreported.
+    if (!sack.valid) return;
+    std::uint64_t missing = ~sack.bitmap;  // bit k: PSN cack + 1 + k not received when the SACK left
+    const std::int32_t span = psn_diff(qp.snd_nxt, psn_add(sack.cack, 1));
+    if (span <= 0) return;
+    if (span < 64) missing &= (1ull << span) - 1;
+    for (; missing != 0; missing &= missing - 1) {
+        const std::uint32_t psn = psn_add(sack.cack, 1 + std::countr_zero(missing));
+        if (psn_diff(psn, qp.snd_una) < 0) continue;
+        TxPkt& p = qp.pkt(psn);
+        if (p.acked || p.lost || p.tx_count == 0) continue;
+        const std::uint8_t plane = packet_plane(p);
+        const TimeNs rack = qp.rack_sent_ns[plane];
+        if (rack == 0 || p.sent_ns + send_order_window(qp, plane) >= rack) continue;
+        mark_lost(qp, psn, false);
+        ++qp.stats.losses_send_order;
+        EvSlot& slot = qp.paths.slot(p.ev_slot);
+        if (slot.ev != p.ev) continue;  // its EV has left the slot already
+        ++slot.counters.lost;
+        // Losses concentrated on one EV retire it (a failing path, not
+        // congestion: the window stays); spread ones change nothing here.
+        if (qp.paths.record_outcome(p.ev_slot, true) && qp.paths.policy() == PathPolicy::adaptive)
+            retire_slot(qp, p.ev_slot, now);
+    }
 }
 
 bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView& sack, TimeNs now) {
@@ -300,11 +379,8 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
     // A loss alone is not congestion (trims and delay say that): the window
     // stays; only an EV whose loss stands out from the others is retired.
     if (retire && qp.paths.policy() == PathPolicy::adaptive) {
-        untrack_slot(qp, slot_index);
-        if (qp.paths.retire(slot_index, now, rng_)) {
-            ++qp.stats.ev_retirements;
-            return false;
-        }
+        retire_slot(qp, slot_index, now);
+        return false;
     }
     return undecided;
 }
@@ -350,8 +426,7 @@ void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
             ++slot.counters.ecn;
             qp.paths.mark_skip(i);
         } else if (qp.paths.policy() == PathPolicy::adaptive) {
-            untrack_slot(qp, i);
-            if (qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
+            retire_slot(qp, i, now);
         }
         return;
     }
@@ -395,9 +470,10 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     const bool probe_answer = s.probe_response;
     if (probe_answer) {
         ++qp.stats.probe_answers;
-        if (qp.paths.on_probe_answer(s.ev, static_cast<std::uint16_t>(s.ack_psn_offset),
-                                     cfg_.probe_successes_to_restore, rng_))
-            ++qp.stats.ev_restorations;
+        // Slots that change EV hand what they track to the send-order detection first.
+        qp.stats.ev_restorations +=
+            qp.paths.on_probe_answer(s.ev, static_cast<std::uint16_t>(s.ack_psn_offset), cfg_.probe_successes_to_restore,
+                                     rng_, now, [&](std::size_t slot) { untrack_slot(qp, slot); });
     }
     const std::uint32_t last_sent = psn_add(qp.snd_nxt, -1);
     // Validate everything before acting on anything.
@@ -442,12 +518,14 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
             const std::uint16_t slot_index = qp.infer_pending[k];
             if (infer_losses_on_path(qp, slot_index, view, now)) {
                 qp.infer_pending[keep++] = slot_index;
-                qp.next_scan_ns = std::min(qp.next_scan_ns, qp.paths.slot(slot_index).suspect_ns + reorder_window(qp));
+                const EvSlot& sl = qp.paths.slot(slot_index);
+                qp.next_scan_ns = std::min(qp.next_scan_ns, sl.suspect_ns + reorder_window(qp));
             } else {
                 qp.paths.slot(slot_index).infer_queued = false;
             }
         }
         qp.infer_pending.resize(keep);
+        detect_losses_by_send_order(qp, view, now);
         arm_timer(qp);
     }
     const std::uint64_t delivered = on_cc_state(qp, s, cc_state, now);
@@ -459,6 +537,14 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         a.now = now;
         a.rtt_ns = probe_answer ? 0 : rtt_sample(qp, s, cc_state.ts_echo, now);
         if (a.rtt_ns != 0) {
+            // Per plane too (the trigger's): timeouts and reorder windows are per plane.
+            const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
+            const std::uint8_t plane = packet_plane(qp.pkt(trig));
+            qp.planes_sampled |= 1u << plane;
+            Qp::PlaneRtt& r = qp.plane_rtt[plane];
+            r.min_ns = r.min_ns == 0 ? a.rtt_ns : std::min(r.min_ns, a.rtt_ns);
+            r.max_ns = a.rtt_ns >= r.max_ns ? a.rtt_ns : r.max_ns - (r.max_ns - a.rtt_ns) / 1024;
+            r.recent_max_ns = a.rtt_ns >= r.recent_max_ns ? a.rtt_ns : r.recent_max_ns - (r.recent_max_ns - a.rtt_ns) / 64;
             qp.rtt_min_ns = qp.rtt_min_ns == 0 ? a.rtt_ns : std::min(qp.rtt_min_ns, a.rtt_ns);
             qp.rtt_max_ns = a.rtt_ns >= qp.rtt_max_ns ? a.rtt_ns : qp.rtt_max_ns - (qp.rtt_max_ns - a.rtt_ns) / 1024;
             qp.rtt_recent_max_ns = a.rtt_ns >= qp.rtt_recent_max_ns
@@ -569,19 +655,18 @@ void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
     enter_error(qp, st, now);
 }
 
-void Engine::send_probe(Qp& qp, BadEv& bad, TimeNs now) {
+void Engine::send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now) {
+    const auto probe_id = static_cast<std::uint16_t>(rng_.next_u32() | 1);  // never 0 (= none outstanding)
+    qp.paths.probe_sent(due, probe_id, now);
     wire::GatherFrame* g = ctrl_slot();
-    bad.probe_id = static_cast<std::uint16_t>(rng_.next_u32() | 1);  // never 0 (= none outstanding)
-    bad.probe_sent_ns = now;
-    bad.next_probe_ns = now + std::max<TimeNs>(bad.interval_ns, cfg_.probe_interval_ns);
     if (g == nullptr) return;
     // In the control class (docs/PROTOCOL.md §10: one public builder sends
     // probes trimmable; behind data queues their answers come late and the
     // simulator's T1-loss figure loses more frames on the dead path).
-    wire::FrameSpec& s = address_ctrl(qp, bad.plane, bad.ev, *g);
+    wire::FrameSpec& s = address_ctrl(qp, due.plane, due.ev, *g);
     s.bth.opcode = wire::Opcode::probe;
     s.bth.psn = 0;  // a probe consumes no PSN
-    s.peth = {.probe_id = bad.probe_id,
+    s.peth = {.probe_id = probe_id,
               .src_conn_id = qp.conn_id,
               .dst_conn_id = qp.attr.dest_conn_id,
               .tx_timestamp = ts_ticks(now),
@@ -619,6 +704,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
     TimeNs next = kNever;
     // 1. Per-EV oldest-unacknowledged timers.
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
+        const TimeNs ev_to = timeout;
         while (qp.paths.tracked(i) > 0) {
             std::uint32_t psn;
             std::uint64_t seq;
@@ -628,8 +714,8 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                 qp.paths.pop_tracked(i);
                 continue;
             }
-            if (p.sent_ns + timeout > now) {
-                next = std::min(next, p.sent_ns + timeout);
+            if (p.sent_ns + ev_to > now) {
+                next = std::min(next, p.sent_ns + ev_to);
                 break;
             }
             // Overdue on this EV: everything still in flight on it is resent
@@ -654,8 +740,9 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             }
             retire |= silent >= 2;
             qp.paths.clear_tracked(i);
-            if (qp.cc) qp.cc->on_loss(now);
-            if (retire && qp.paths.retire(i, now, rng_)) ++qp.stats.ev_retirements;
+            // A silent path is a failure, not congestion: the window stays
+            // (delay, ECN and trims are NSCC's congestion signals).
+            if (retire && qp.paths.retire(i, now, rng_, usable_planes(qp))) ++qp.stats.ev_retirements;
             break;
         }
     }
@@ -666,7 +753,8 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             const std::uint16_t slot_index = qp.infer_pending[k];
             if (infer_losses_on_path(qp, slot_index, SackView{}, now)) {
                 qp.infer_pending[keep++] = slot_index;
-                next = std::min(next, qp.paths.slot(slot_index).suspect_ns + reorder_window(qp));
+                const EvSlot& sl = qp.paths.slot(slot_index);
+                next = std::min(next, sl.suspect_ns + reorder_window(qp));
             } else {
                 qp.paths.slot(slot_index).infer_queued = false;
             }
@@ -704,19 +792,12 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
         next = std::min(next, qp.last_progress_ns + budget);
     }
     // 5. Probes of ASSUMED_BAD EVs.
+    // 5. Probes: one stream per group with EVs out, at a fixed cadence.
     qp.paths.expire_probes(now, timeout);
     const std::uint32_t planes = usable_planes(qp);
-    for (int guard = 0; guard < 64; ++guard) {
-        BadEv* b = qp.paths.probe_due(now);
-        if (b == nullptr) break;
-        if (!(planes & (1u << b->plane))) {
-            b->next_probe_ns = now + cfg_.probe_interval_ns;
-            continue;
-        }
-        send_probe(qp, *b, now);
-    }
-    for (const BadEv& b : qp.paths.bad())
-        next = std::min(next, b.probe_id ? b.probe_sent_ns + timeout : b.next_probe_ns);
+    PathSet::ProbeDue due;
+    for (int guard = 0; guard < 256 && qp.paths.probe_due(now, planes, due); ++guard) send_probe(qp, due, now);
+    next = std::min(next, qp.paths.next_probe_event_ns(timeout));
     qp.next_scan_ns = next;
 }
 

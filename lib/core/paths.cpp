@@ -2,10 +2,17 @@
 #include "core/paths.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "routing/fabric.hpp"
 
 namespace omrc::core {
+
+namespace {
+/// How long a group that lost an EV is avoided by stand-ins, in probe
+/// intervals (about as long as three unanswered probes take, with margin).
+constexpr TimeNs kAvoidIntervals = 32;
+}  // namespace
 
 const char* to_string(EvState s) noexcept {
     switch (s) {
@@ -17,40 +24,74 @@ const char* to_string(EvState s) noexcept {
     return "unknown";
 }
 
-std::uint32_t PathSet::fresh_ev(std::uint32_t plane, Rng& rng) {
-    // Walk the path space of the plane (T1 choices in an SRv6 fabric); the
-    // salt keeps EVs distinct for ECMP hashing and from denied values.
+std::uint16_t PathSet::group_of(std::uint32_t ev) const noexcept {
+    return t1s_ != 0 ? static_cast<std::uint16_t>(routing::ev_path(ev) % t1s_) : 0;
+}
+
+std::uint32_t PathSet::fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& rng) {
+    // Walk the path space of the plane; where groups are known, only the
+    // paths of `group` (path ≡ group mod T1s). The salt keeps EVs distinct
+    // for ECMP hashing and from denied values.
+    const std::uint32_t per_group = t1s_ != 0 ? std::max<std::uint32_t>(4096 / t1s_, 1) : 4096;
     for (;;) {
-        const std::uint32_t path = next_path_[plane]++ & 0xFFF;
-        const std::uint32_t ev = routing::make_ev(plane, path, static_cast<std::uint16_t>(rng.next_u32()));
+        const std::uint32_t k = next_path_[plane]++ % per_group;
+        const std::uint32_t path = t1s_ != 0 ? group + t1s_ * k : k;
+        const std::uint32_t ev = routing::make_ev(plane, path & 0xFFF, static_cast<std::uint16_t>(rng.next_u32()));
         if (std::find(denied_.begin(), denied_.end(), ev) == denied_.end()) return ev;
     }
 }
 
 void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
-                   std::uint32_t track_depth, std::uint32_t qpn, Rng& rng) {
+                   std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng) {
     policy_ = policy;
     planes_ = std::max<std::uint32_t>(planes, 1);
     depth_ = std::max<std::uint32_t>(track_depth, 1);
+    t1s_ = std::min<std::uint32_t>(t1s, 4096);
     const std::uint32_t per_plane = std::max<std::uint32_t>((evs + planes_ - 1) / planes_, 1);
     next_path_.assign(planes_, 0);
     retire_streak_.assign(planes_, 0);
     for (auto& p : next_path_) p = static_cast<std::uint32_t>(rng.below(4096));
+    // Per plane, slots take consecutive groups from a random start: each T1
+    // carries per_plane / T1s slots (±1), and QPs start on different T1s.
+    std::vector<std::uint32_t> start(planes_);
+    for (auto& g : start) g = t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0;
     slots_.assign(static_cast<std::size_t>(per_plane) * planes_, EvSlot{});
     for (std::size_t i = 0; i < slots_.size(); ++i) {
-        slots_[i].plane = static_cast<std::uint8_t>(i % planes_);  // interleaved: a rotation alternates planes
-        slots_[i].ev = fresh_ev(slots_[i].plane, rng);
+        EvSlot& s = slots_[i];
+        s.plane = static_cast<std::uint8_t>(i % planes_);  // interleaved: consecutive slots alternate planes
+        const auto k = static_cast<std::uint32_t>(i / planes_);
+        const std::uint32_t group = t1s_ != 0 ? (start[s.plane] + k) % t1s_ : 0;
+        s.ev = s.home_ev = fresh_ev(s.plane, group, rng);
     }
     fifo_.assign(slots_.size() * depth_, 0);
     backup_.clear();
-    for (std::uint32_t b = 0; b < backups; ++b) backup_.push_back(fresh_ev(b % planes_, rng));
+    for (std::uint32_t b = 0; b < backups; ++b) {
+        const std::uint32_t plane = b % planes_;
+        const std::uint32_t group = t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0;
+        backup_.push_back(fresh_ev(plane, group, rng));
+    }
     bad_.clear();
+    groups_.clear();
     cursor_ = 0;
     rotation_ = 0;
+    new_rotation(rng);
     ecmp_slot_ = qpn % static_cast<std::uint32_t>(slots_.size());
 }
 
-int PathSet::select(std::uint32_t plane_mask) noexcept {
+void PathSet::new_rotation(Rng& rng) noexcept {
+    const auto n = static_cast<std::uint32_t>(slots_.size());
+    offset_ = n > 1 ? static_cast<std::uint32_t>(rng.below(n)) : 0;
+    stride_ = 1;
+    if (n > 2) {
+        // Coprime with n: the rotation visits every slot once; with n a
+        // multiple of the plane count, consecutive picks change plane.
+        do {
+            stride_ = 1 + static_cast<std::uint32_t>(rng.below(n - 1));
+        } while (std::gcd(stride_, n) != 1);
+    }
+}
+
+int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
     const auto n = static_cast<std::uint32_t>(slots_.size());
     if (policy_ == PathPolicy::ecmp) {
         // One EV per QP; fail over to the next plane only when its port is down.
@@ -62,10 +103,11 @@ int PathSet::select(std::uint32_t plane_mask) noexcept {
     }
     for (int pass = 0; pass < 2; ++pass) {
         for (std::uint32_t k = 0; k < n; ++k) {
-            const std::uint32_t i = cursor_;
+            const auto i = static_cast<std::uint32_t>((offset_ + std::uint64_t{cursor_} * stride_) % n);
             if (++cursor_ == n) {
                 cursor_ = 0;
                 ++rotation_;
+                new_rotation(rng);
             }
             EvSlot& s = slots_[i];
             if (!(plane_mask & (1u << s.plane)) || s.parked) continue;
@@ -87,43 +129,98 @@ void PathSet::mark_skip(std::size_t slot) noexcept {
     ++slots_[slot].counters.skips;
 }
 
-bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng) {
+ProbeGroup& PathSet::group_entry(std::uint8_t plane, std::uint16_t group) {
+    for (ProbeGroup& g : groups_)
+        if (g.plane == plane && g.group == group) return g;
+    ProbeGroup g;
+    g.plane = plane;
+    g.group = group;
+    groups_.push_back(g);
+    return groups_.back();
+}
+
+std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, TimeNs now, std::uint32_t plane_mask,
+                                Rng& rng) {
+    std::uint32_t group = 0;
+    if (t1s_ != 0) {
+        // Groups known: the stand-in goes to the (plane, T1) with the fewest
+        // slots among those that did not fail recently, on any usable plane.
+        // Every healthy T1 then carries the same share of the QP, and a plane
+        // that lost a T1 carries less (it has less to carry it with) rather
+        // than gating the QP at the equal split.
+        const std::size_t n = std::size_t{planes_} * t1s_;
+        std::vector<std::uint32_t> count(n, 0);
+        std::vector<bool> avoid(n, false);
+        for (const EvSlot& s : slots_)
+            if (!s.parked) ++count[std::size_t{s.plane} * t1s_ + group_of(s.ev)];
+        for (const ProbeGroup& g : groups_)
+            if (g.failed_ns + kAvoidIntervals * probe_interval_ns_ > now) avoid[std::size_t{g.plane} * t1s_ + g.group] = true;
+        for (const BadEv& b : bad_) avoid[std::size_t{b.plane} * t1s_ + b.group] = true;
+        avoid[std::size_t{plane} * t1s_ + avoid_group] = true;
+        std::size_t best_i = n;
+        std::uint32_t best = UINT32_MAX, ties = 0;
+        for (bool relax : {false, true}) {
+            for (std::size_t i = 0; i < n; ++i) {
+                const auto p = static_cast<std::uint32_t>(i / t1s_);
+                if (!(plane_mask & (1u << p)) || (avoid[i] && !relax)) continue;
+                if (relax && p == plane && i % t1s_ == avoid_group && t1s_ > 1) continue;
+                if (count[i] < best) {
+                    best = count[i];
+                    best_i = i;
+                    ties = 1;
+                } else if (count[i] == best && rng.below(++ties) == 0) {
+                    best_i = i;  // even choice among the least used
+                }
+            }
+            if (best_i != n) break;  // else every group failed recently: the least used of them
+        }
+        if (best_i != n) {
+            plane = static_cast<std::uint32_t>(best_i / t1s_);
+            group = static_cast<std::uint32_t>(best_i % t1s_);
+        }
+    }
+    // A known-good backup of that plane and group first, else a fresh EV.
+    auto it = std::find_if(backup_.begin(), backup_.end(), [&](std::uint32_t ev) {
+        return routing::ev_plane(ev) == plane && (t1s_ == 0 || group_of(ev) == group);
+    });
+    if (it != backup_.end()) {
+        const std::uint32_t ev = *it;
+        backup_.erase(it);
+        return ev;
+    }
+    return fresh_ev(plane, group, rng);
+}
+
+bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask) {
     if (policy_ != PathPolicy::adaptive) return false;
     EvSlot& s = slots_[slot];
-    // At most a few EVs per plane are probed: enough to see the plane come
-    // back, without a probe storm while a whole plane is dark.
-    constexpr std::size_t kProbedPerPlane = 4;
-    const auto probing = static_cast<std::size_t>(
-        std::count_if(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.plane == s.plane; }));
-    if (probing < kProbedPerPlane) bad_.push_back(BadEv{s.ev, s.plane, 0, now, 0, 0, probe_first_ns_});
+    const std::uint16_t group = group_of(s.ev);
+    bad_.push_back(BadEv{s.ev, s.plane, group, 0, now});
+    ProbeGroup& g = group_entry(s.plane, group);
+    g.failed_ns = now;
+    if (g.probe_id == 0 && g.next_probe_ns <= now) g.next_probe_ns = now + probe_interval_ns_;
+    ++g.retirements;
     ++retirements_;
     ++s.counters.retirements;
-    // A plane's worth of retirements in a row with no acknowledgement on it:
-    // the plane failed, not the paths. Park the slot instead of feeding it
-    // fresh EVs that would fail the same way; a probe answer brings it back.
+    // Groups not known: a plane's worth of retirements in a row with no
+    // acknowledgement on it means the plane failed, not the paths. Park the
+    // slot instead of feeding it stand-ins that would fail the same way; a
+    // probe answer brings it back. (Where groups are known, stand-ins leave
+    // failed groups, and a failed plane, by themselves.)
     const std::uint32_t per_plane = static_cast<std::uint32_t>(slots_.size()) / planes_;
-    if (++retire_streak_[s.plane] >= per_plane) {
+    if (t1s_ == 0 && ++retire_streak_[s.plane] >= per_plane) {
         s.parked = true;
         reset_slot(slot, s.ev);
         return true;
     }
-    // Replace from the same plane: a known-good backup first, else a fresh EV.
-    auto it = std::find_if(backup_.begin(), backup_.end(),
-                           [&](std::uint32_t ev) { return routing::ev_plane(ev) == s.plane; });
-    std::uint32_t replacement;
-    if (it != backup_.end()) {
-        replacement = *it;
-        backup_.erase(it);
-    } else {
-        replacement = fresh_ev(s.plane, rng);
-    }
-    reset_slot(slot, replacement);
+    reset_slot(slot, stand_in(s.plane, group, now, plane_mask, rng));
     return true;
 }
 
 void PathSet::reset_slot(std::size_t slot, std::uint32_t ev) noexcept {
     EvSlot& s = slots_[slot];
     s.ev = ev;
+    s.plane = static_cast<std::uint8_t>(routing::ev_plane(ev));  // a stand-in may be of another plane
     s.state = EvState::good;
     s.last_acked_tx_seq = 0;
     s.suspect_ns = 0;
@@ -137,7 +234,8 @@ bool PathSet::deny(std::uint32_t ev, Rng& rng) {
     std::erase_if(bad_, [&](const BadEv& b) { return b.ev == ev; });
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         if (slots_[i].ev != ev) continue;
-        reset_slot(i, fresh_ev(slots_[i].plane, rng));
+        reset_slot(i, fresh_ev(slots_[i].plane, group_of(ev), rng));
+        if (slots_[i].home_ev == ev) slots_[i].home_ev = slots_[i].ev;  // a denied EV never comes home
         return true;
     }
     return false;
@@ -180,31 +278,103 @@ bool PathSet::record_outcome(std::size_t slot, bool lost) noexcept {
     return lost && s.loss_ewma > 0.05 && s.loss_ewma > 3.0 * qp_loss_ewma_;
 }
 
-BadEv* PathSet::probe_due(TimeNs now) noexcept {
-    for (auto& b : bad_)
-        if (b.probe_id == 0 && b.next_probe_ns <= now) return &b;
-    return nullptr;
+bool PathSet::probe_due(TimeNs now, std::uint32_t plane_mask, ProbeDue& out) noexcept {
+    for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+        ProbeGroup& g = groups_[gi];
+        if (g.probe_id != 0 || g.next_probe_ns > now) continue;
+        if (!(plane_mask & (1u << g.plane))) {
+            g.next_probe_ns = now + probe_interval_ns_;  // its port is down: nothing to learn now
+            continue;
+        }
+        // The next bad EV of the group, rotating so that none goes unprobed.
+        std::uint32_t members = 0;
+        for (const BadEv& b : bad_) members += b.plane == g.plane && b.group == g.group;
+        if (members == 0) continue;
+        std::uint32_t want = g.cursor % members, k = 0;
+        for (const BadEv& b : bad_) {
+            if (b.plane != g.plane || b.group != g.group) continue;
+            if (k++ == want) {
+                out = {gi, b.ev, b.plane};
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
-bool PathSet::on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng) {
-    auto it = std::find_if(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.ev == ev; });
-    if (it == bad_.end() || it->probe_id == 0 || it->probe_id != probe_id) return false;
-    it->probe_id = 0;
-    it->interval_ns = probe_first_ns_;
-    it->next_probe_ns = it->probe_sent_ns;  // answered: probe again right away until restored
-    const std::uint8_t plane = it->plane;
-    // The plane answers again: parked slots come back at once with fresh EVs.
+void PathSet::probe_sent(const ProbeDue& p, std::uint16_t probe_id, TimeNs now) noexcept {
+    ProbeGroup& g = groups_[p.group_index];
+    g.probe_id = probe_id;
+    g.probe_ev = p.ev;
+    g.probe_sent_ns = now;
+    g.next_probe_ns = now + probe_interval_ns_;
+    ++g.cursor;
+    ++g.probes;
+}
+
+void PathSet::restore(std::uint32_t ev, const SlotHook& before_reset) {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        EvSlot& s = slots_[i];
+        if (s.home_ev != ev || s.ev == ev) continue;
+        if (!s.parked) backup_.push_back(s.ev);  // the stand-in goes back to the spares (its plane may differ)
+        s.parked = false;
+        if (before_reset) before_reset(i);
+        reset_slot(i, ev);
+        return;
+    }
+    backup_.push_back(ev);
+}
+
+std::uint32_t PathSet::on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng,
+                                       TimeNs now, const SlotHook& before_reset) {
+    auto git = std::find_if(groups_.begin(), groups_.end(),
+                            [&](const ProbeGroup& g) { return g.probe_id != 0 && g.probe_id == probe_id && g.probe_ev == ev; });
+    if (git == groups_.end()) return 0;  // late, duplicate or forged
+    ProbeGroup& g = *git;
+    g.probe_id = 0;
+    ++g.answers;
+    g.next_probe_ns = now;  // answered: probe again at once until restored
+    const std::uint8_t plane = g.plane;
+    const std::uint16_t group = g.group;
     retire_streak_[plane] = 0;
+    std::uint32_t restored = 0;
+    if (t1s_ != 0) {
+        // Groups known: the answer speaks for the group (its T1 is back);
+        // enough of them in a row bring every EV of the group back.
+        if (++g.successes >= needed) {
+            g.successes = 0;
+            g.failed_ns = 0;
+            for (std::size_t i = 0; i < bad_.size();) {
+                if (bad_[i].plane == plane && bad_[i].group == group) {
+                    restore(bad_[i].ev, before_reset);
+                    bad_.erase(bad_.begin() + static_cast<std::ptrdiff_t>(i));
+                    ++restored;
+                } else {
+                    ++i;
+                }
+            }
+        }
+    } else {
+        auto b = std::find_if(bad_.begin(), bad_.end(), [&](const BadEv& x) { return x.ev == ev; });
+        if (b != bad_.end() && ++b->successes >= needed) {
+            restore(b->ev, before_reset);
+            bad_.erase(b);
+            restored = 1;
+        }
+    }
+    if (restored != 0) {
+        ++groups_[static_cast<std::size_t>(git - groups_.begin())].restorations;
+        restorations_ += restored;
+    }
+    // The plane answers again: parked slots of it come back, with stand-ins
+    // where their own EV is still out.
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         if (!slots_[i].parked || slots_[i].plane != plane) continue;
         slots_[i].parked = false;
-        slots_[i].ev = fresh_ev(plane, rng);
+        if (before_reset) before_reset(i);
+        reset_slot(i, stand_in(plane, group_of(slots_[i].ev), now, ~0u, rng));
     }
-    if (++it->successes < needed) return false;
-    backup_.push_back(it->ev);
-    bad_.erase(it);
-    ++restorations_;
-    return true;
+    return restored;
 }
 
 std::uint32_t PathSet::parked() const noexcept {
@@ -212,20 +382,32 @@ std::uint32_t PathSet::parked() const noexcept {
 }
 
 void PathSet::expire_probes(TimeNs now, TimeNs timeout) noexcept {
-    for (auto& b : bad_) {
-        if (b.probe_id != 0 && now >= b.probe_sent_ns + timeout) {
-            b.probe_id = 0;
-            b.successes = 0;
-            b.interval_ns = std::min(probe_max_ns_, std::max(b.interval_ns, probe_first_ns_) * 2);
-            b.next_probe_ns = b.probe_sent_ns + b.interval_ns;
-        }
+    for (ProbeGroup& g : groups_) {
+        if (g.probe_id == 0 || now < g.probe_sent_ns + timeout) continue;
+        g.probe_id = 0;
+        g.successes = 0;
+        for (BadEv& b : bad_)
+            if (b.ev == g.probe_ev) b.successes = 0;
+        g.next_probe_ns = std::max(g.next_probe_ns, g.probe_sent_ns + probe_interval_ns_);  // fixed cadence
     }
+    // Forget groups with nothing out, no probe outstanding and no recent failure.
+    std::erase_if(groups_, [&](const ProbeGroup& g) {
+        return g.probe_id == 0 && g.failed_ns + kAvoidIntervals * probe_interval_ns_ <= now &&
+               std::none_of(bad_.begin(), bad_.end(),
+                            [&](const BadEv& b) { return b.plane == g.plane && b.group == g.group; });
+    });
 }
 
-TimeNs PathSet::next_probe_ns() const noexcept {
+TimeNs PathSet::next_probe_event_ns(TimeNs timeout) const noexcept {
     TimeNs t = kNever;
-    for (const auto& b : bad_)
-        if (b.probe_id == 0) t = std::min(t, b.next_probe_ns);
+    for (const ProbeGroup& g : groups_) {
+        if (g.probe_id != 0) {
+            t = std::min(t, g.probe_sent_ns + timeout);
+            continue;
+        }
+        if (std::any_of(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.plane == g.plane && b.group == g.group; }))
+            t = std::min(t, g.next_probe_ns);
+    }
     return t;
 }
 

@@ -1,10 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The EV (path) set of one QP: an active set split equally across planes, a
-// pool of known-good backups, and the ASSUMED_BAD EVs being probed back.
-// Path selection is a runtime policy (ecmp, spray, adaptive).
+// The EV (path) set of one QP: an active set split equally across planes and,
+// where the fabric is known, evenly across each plane's T1 switches; a pool of
+// known-good backups; and the ASSUMED_BAD EVs being probed back. Path
+// selection is a runtime policy (ecmp, spray, adaptive).
+//
+// Groups. In SRv6 mode the sender knows the T1 every EV crosses
+// (routing::UsidTemplate: EV path bits mod T1 count): a (plane, T1) pair is a
+// group, the unit that fails (a lost T1, a T0-T1 link) and the unit probed
+// back. Without that knowledge (plain mode, ECMP fabrics) each plane is one
+// group and every EV is its own path.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/config.hpp"
@@ -25,7 +33,7 @@ const char* to_string(EvState s) noexcept;
 struct EvCounters {
     std::uint64_t sent = 0;
     std::uint64_t acked = 0;
-    std::uint64_t lost = 0;       ///< losses inferred from path order on this EV
+    std::uint64_t lost = 0;       ///< losses inferred on this EV (path order or send order)
     std::uint64_t timeouts = 0;   ///< oldest-unacked timer expiries
     std::uint64_t ecn = 0;
     std::uint64_t trims = 0;
@@ -35,8 +43,13 @@ struct EvCounters {
 
 struct EvSlot {
     std::uint32_t ev = 0;
+    /// The EV this slot was given at init: a retired home EV comes back to
+    /// its slot when restored (the stand-in returns to the backups), so the
+    /// split over planes and T1s is even again once the fabric heals.
+    std::uint32_t home_ev = 0;
     std::uint8_t plane = 0;
     EvState state = EvState::good;   ///< good or skip (retired EVs leave the slot)
+    // `plane` is the current EV's: a stand-in may come from another plane.
     std::uint64_t skip_rotation = 0; ///< skip while rotation ≤ this
     std::uint64_t last_acked_tx_seq = 0;  ///< highest transmission sequence acknowledged on this EV
     std::uint32_t last_acked_psn = 0;     ///< PSN of that transmission
@@ -53,45 +66,72 @@ struct EvSlot {
 struct BadEv {
     std::uint32_t ev = 0;
     std::uint8_t plane = 0;
-    std::uint8_t successes = 0;       ///< consecutive probe answers
+    std::uint16_t group = 0;          ///< PathSet::group_of(ev)
+    std::uint8_t successes = 0;       ///< consecutive probe answers (per EV where groups are not known)
+    TimeNs since_ns = 0;              ///< when it was retired
+};
+
+/// The probe stream of one group with EVs out: one probe at a time, at a
+/// fixed cadence, rotating over the group's bad EVs.
+struct ProbeGroup {
+    std::uint8_t plane = 0;
+    std::uint16_t group = 0;
+    TimeNs failed_ns = 0;         ///< last retirement in the group (replacements avoid it for a while)
     TimeNs next_probe_ns = 0;
-    std::uint16_t probe_id = 0;       ///< outstanding probe's id (PETH, 16 bits; 0 = none)
+    std::uint16_t probe_id = 0;   ///< outstanding probe (0 = none)
+    std::uint32_t probe_ev = 0;   ///< the EV it was sent on
     TimeNs probe_sent_ns = 0;
-    TimeNs interval_ns = 0;           ///< current probe period; doubles after each unanswered probe, up to a cap
+    std::uint8_t successes = 0;   ///< consecutive answers for the group (groups known)
+    std::uint32_t cursor = 0;     ///< next bad EV of the group to probe
+    std::uint64_t retirements = 0;
+    std::uint64_t restorations = 0;
+    std::uint64_t probes = 0;
+    std::uint64_t answers = 0;
 };
 
 class PathSet {
 public:
     /// Builds `evs` active slots (rounded up to a multiple of planes) and
-    /// `backups` spare EVs, all fresh. `qpn` spreads ECMP QPs over planes.
+    /// `backups` spare EVs, all fresh. `t1s`: T1 switches per plane whose
+    /// choice the EV makes (0: not known); slots of a plane spread evenly
+    /// over them, from a QP-dependent start. `qpn` spreads ECMP QPs over planes.
     void init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
-              std::uint32_t track_depth, std::uint32_t qpn, Rng& rng);
-    /// Probe period of a newly retired EV and the cap its backoff reaches.
-    void set_probe_intervals(TimeNs first_ns, TimeNs max_ns) noexcept {
-        probe_first_ns_ = first_ns;
-        probe_max_ns_ = max_ns;
-    }
+              std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng);
+    /// Probe period while a group has EVs out (fixed: no backoff).
+    void set_probe_interval(TimeNs ns) noexcept { probe_interval_ns_ = ns; }
+    [[nodiscard]] TimeNs probe_interval() const noexcept { return probe_interval_ns_; }
 
     /// Next slot to send on, or -1 when no plane in `plane_mask` is usable.
-    int select(std::uint32_t plane_mask) noexcept;
+    /// Each rotation visits every usable slot once, in an order drawn per
+    /// rotation (a random stride coprime with the slot count), so QPs that
+    /// start together do not stay in phase on the same paths.
+    int select(std::uint32_t plane_mask, Rng& rng) noexcept;
 
     [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
     EvSlot& slot(std::size_t i) noexcept { return slots_[i]; }
     const EvSlot& slot(std::size_t i) const noexcept { return slots_[i]; }
     [[nodiscard]] PathPolicy policy() const noexcept { return policy_; }
+    [[nodiscard]] std::uint32_t planes() const noexcept { return planes_; }
+    /// Groups per plane: the T1 count, or 1 when the fabric is not known.
+    [[nodiscard]] std::uint32_t groups_per_plane() const noexcept { return t1s_ != 0 ? t1s_ : 1; }
+    /// The group of an EV within its plane (its T1, or 0).
+    [[nodiscard]] std::uint16_t group_of(std::uint32_t ev) const noexcept;
 
     /// ECN echo or trim NACK on a slot: skip it for one rotation (adaptive only).
     void mark_skip(std::size_t slot) noexcept;
     /// Retire the slot's EV (adaptive only; returns false otherwise): it goes
-    /// to the probe list and the slot gets a backup EV of the same plane, or a
-    /// fresh one.
-    bool retire(std::size_t slot, TimeNs now, Rng& rng);
+    /// to the probe list, its group is avoided for a while, and the slot gets
+    /// a stand-in — a known-good backup or a fresh EV. Groups known: on the
+    /// (plane, T1) of a usable plane (`plane_mask`) with the fewest slots
+    /// that did not fail recently, whatever its plane (docs/PROTOCOL.md §11.5:
+    /// healthy T1s carry equal shares, not planes). Otherwise: of the same plane.
+    bool retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask = ~0u);
     /// Operator denial: the EV leaves the active set for good (until allowed).
     bool deny(std::uint32_t ev, Rng& rng);
 
     /// Remembers that transmission `tx_seq` of `psn` went out on `slot`.
     /// Returns false when the slot's ring is full (the packet is then only
-    /// covered by the QP-wide scan).
+    /// covered by the QP-wide send-order detection).
     bool track(std::size_t slot, std::uint32_t psn, std::uint64_t tx_seq) noexcept;
     /// Tracked entries of a slot, oldest first: (psn, tx_seq).
     [[nodiscard]] std::uint32_t tracked(std::size_t slot) const noexcept { return slots_[slot].fifo_count; }
@@ -99,18 +139,34 @@ public:
     void pop_tracked(std::size_t slot) noexcept;
     void clear_tracked(std::size_t slot) noexcept;
 
-    /// Probing: an ASSUMED_BAD EV whose probe is due, or nullptr.
-    BadEv* probe_due(TimeNs now) noexcept;
-    /// A probe answer for `ev`; true when it restored the EV to the backup pool
-    /// (parked slots of its plane then come back with fresh EVs).
-    bool on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng);
+    /// A probe to send now: the group whose cadence is due and the bad EV of
+    /// it to send on (rotating). False when none is due. The caller sends it
+    /// and reports its id with probe_sent().
+    struct ProbeDue {
+        std::size_t group_index = 0;  ///< into groups()
+        std::uint32_t ev = 0;
+        std::uint8_t plane = 0;
+    };
+    bool probe_due(TimeNs now, std::uint32_t plane_mask, ProbeDue& out) noexcept;
+    void probe_sent(const ProbeDue& p, std::uint16_t probe_id, TimeNs now) noexcept;
+    /// A probe answer for `ev` with `probe_id`; returns the EVs it restored
+    /// (3 answers in a row by default: the group's, where groups are known;
+    /// the EV's otherwise). Restored home EVs go back to their slots, others
+    /// to the backups; parked slots of the plane come back. `before_reset`
+    /// is called with every slot whose EV is about to change, while its
+    /// tracking ring still holds what was sent on it.
+    using SlotHook = std::function<void(std::size_t)>;
+    std::uint32_t on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng, TimeNs now,
+                                  const SlotHook& before_reset = {});
+    /// Probes unanswered for `timeout`: the success run of their group (or EV) resets.
+    void expire_probes(TimeNs now, TimeNs timeout) noexcept;
+    /// Earliest time probe_due() or expire_probes() has work (kNever: none).
+    [[nodiscard]] TimeNs next_probe_event_ns(TimeNs timeout) const noexcept;
+    [[nodiscard]] const std::vector<BadEv>& bad() const noexcept { return bad_; }
+    [[nodiscard]] const std::vector<ProbeGroup>& groups() const noexcept { return groups_; }
+    [[nodiscard]] std::size_t backups() const noexcept { return backup_.size(); }
     /// Slots parked because their whole plane failed.
     [[nodiscard]] std::uint32_t parked() const noexcept;
-    /// Probe timed out (no answer within `timeout`): success run resets.
-    void expire_probes(TimeNs now, TimeNs timeout) noexcept;
-    [[nodiscard]] TimeNs next_probe_ns() const noexcept;
-    [[nodiscard]] const std::vector<BadEv>& bad() const noexcept { return bad_; }
-    [[nodiscard]] std::size_t backups() const noexcept { return backup_.size(); }
 
     /// Records the outcome of one packet on a slot (lost or acknowledged)
     /// and returns true when the EV's recent loss stands out from the QP's:
@@ -123,23 +179,33 @@ public:
     [[nodiscard]] std::uint64_t restorations() const noexcept { return restorations_; }
 
 private:
-    std::uint32_t fresh_ev(std::uint32_t plane, Rng& rng);
+    /// A fresh EV of `plane` in `group` (any path where groups are not known).
+    std::uint32_t fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& rng);
+    /// The EV a slot of `plane` takes when its own is out: see retire().
+    std::uint32_t stand_in(std::uint32_t plane, std::uint32_t avoid_group, TimeNs now, std::uint32_t plane_mask, Rng& rng);
     /// Puts `ev` in the slot with a clean state (GOOD, no tracking, no loss history).
     void reset_slot(std::size_t slot, std::uint32_t ev) noexcept;
+    ProbeGroup& group_entry(std::uint8_t plane, std::uint16_t group);
+    /// Brings `ev` back: to its home slot, else to the backups.
+    void restore(std::uint32_t ev, const SlotHook& before_reset);
+    void new_rotation(Rng& rng) noexcept;
 
     PathPolicy policy_ = PathPolicy::adaptive;
     std::uint32_t planes_ = 1;
     std::uint32_t depth_ = 16;
+    std::uint32_t t1s_ = 0;                ///< T1s per plane the EV chooses among (0: not known)
     std::vector<EvSlot> slots_;
     std::vector<std::uint64_t> fifo_;      ///< slots × depth entries: (tx_seq << 24) | psn
     std::vector<std::uint32_t> backup_;    ///< known-good spare EVs (any plane)
     std::vector<BadEv> bad_;
+    std::vector<ProbeGroup> groups_;       ///< groups with EVs out or a recent failure (sparse)
     std::vector<std::uint32_t> denied_;
-    std::vector<std::uint32_t> next_path_; ///< per plane: next path index for fresh EVs
+    std::vector<std::uint32_t> next_path_; ///< per plane: next path counter for fresh EVs
     std::vector<std::uint32_t> retire_streak_;  ///< per plane: retirements since the last acknowledgement on it
-    TimeNs probe_first_ns_ = 50'000;
-    TimeNs probe_max_ns_ = 1'000'000;
-    std::uint32_t cursor_ = 0;
+    TimeNs probe_interval_ns_ = 50'000;
+    std::uint32_t cursor_ = 0;             ///< position in the current rotation
+    std::uint32_t stride_ = 1;             ///< the rotation's stride, coprime with the slot count
+    std::uint32_t offset_ = 0;             ///< the rotation's first slot
     std::uint64_t rotation_ = 0;
     std::uint32_t ecmp_slot_ = 0;
     double qp_loss_ewma_ = 0.0;            ///< loss fraction over all EVs (weight 1/256 per packet)

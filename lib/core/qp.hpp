@@ -94,6 +94,9 @@ struct Qp {
     std::uint32_t pkt_mask = 0;
     std::uint32_t window_pkts = 0;  ///< send window = peer's receive window
     Ring<std::uint32_t> resend;     ///< PSNs to retransmit, oldest first
+    /// Per plane: latest send time of a packet sent once and acknowledged
+    /// (planes may differ in delay; T1 paths of a plane do not by design).
+    std::array<TimeNs, kMaxPlanes> rack_sent_ns{};
     std::uint32_t untracked = 0;    ///< packets in flight whose transmission no EV ring tracks (the window sweep covers them)
     std::uint32_t acked_above_una = 0;  ///< packets in (snd_una, snd_nxt) already acknowledged (SACK bitmaps)
     std::uint64_t inflight_bytes = 0;
@@ -101,6 +104,14 @@ struct Qp {
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
     std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one (EvSlot::infer_queued)
+    /// RTT samples of one plane (its triggering packets'), as the QP-wide ones below.
+    struct PlaneRtt {
+        TimeNs min_ns = 0;
+        TimeNs max_ns = 0;
+        TimeNs recent_max_ns = 0;
+    };
+    std::array<PlaneRtt, kMaxPlanes> plane_rtt{};
+    std::uint32_t planes_sampled = 0;  ///< bit per plane with an RTT sample
     TimeNs rtt_min_ns = 0;          ///< smallest RTT sample (0 = none yet)
     TimeNs rtt_max_ns = 0;          ///< largest RTT sample, slowly forgotten (decays 1/1024 per sample): EV timeout
     TimeNs rtt_recent_max_ns = 0;   ///< largest recent RTT sample (decays 1/64 per sample): reorder window
@@ -132,6 +143,7 @@ struct Qp {
     TimeNs ack_deadline = kNever;
     std::uint32_t ack_trigger_psn = 0;
     std::uint32_t ack_trigger_ev = 0;
+    std::uint8_t ack_trigger_plane = 0;  ///< plane the triggering packet arrived on (the SACK goes back on it)
     std::uint16_t ack_trigger_ts = 0;
     bool ack_trigger_ecn = false;
     /// A retransmission arrived that was already received: the sender's loss

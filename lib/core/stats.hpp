@@ -52,6 +52,8 @@ struct QpStats {
     std::uint64_t ecn_echoes = 0;         ///< SACKs with M = SKIP_ONCE (the triggering packet saw CE) for an EV of ours
     std::uint64_t losses_path_order = 0;  ///< losses inferred from a later packet on the same EV
     std::uint64_t losses_timeout = 0;     ///< packets declared lost by an EV timeout or the QP scan
+    std::uint64_t losses_send_order = 0;  ///< packets overtaken by a later-sent packet acknowledged on any EV
+    std::uint64_t resent_on_retirement = 0;  ///< packets in flight on an EV when it was retired (resent at once)
     std::uint64_t ev_timeouts = 0;
     std::uint64_t ev_retirements = 0;
     std::uint64_t ev_restorations = 0;

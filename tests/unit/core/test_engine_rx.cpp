@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/psn.hpp"
+#include "routing/fabric.hpp"
 #include "support/crafted_peer.hpp"
 
 using namespace omrc;
@@ -383,16 +384,37 @@ TEST_CASE("Engine::send_sack__a_far_trigger_is_covered_by_every_other_sack", "[u
     }
 }
 
-TEST_CASE("Engine::send_sack__rotates_over_the_planes", "[unit][core]") {
+TEST_CASE("Engine::ack_route__a_sack_follows_its_data_back", "[unit][core]") {
+    Rx t;
+    for (std::uint32_t k = 0; k < 8; ++k) {
+        // Packet k on plane k with an EV of that plane: its SACK goes back on both.
+        const std::uint32_t ev = omrc::routing::make_ev(k, 40 + k, 0x1234);
+        wire::FrameSpec s = t.peer->data_spec(Opcode::write_middle, psn_add(t.first_psn, static_cast<std::int32_t>(k)),
+                                              t.va(k * kMtu), kRkey, 8 * kMtu, 0, static_cast<std::uint8_t>(k), ev);
+        s.bth.ack_req = true;
+        t.peer->deliver(CraftedPeer::build(s, std::vector<std::uint8_t>(kMtu, 1)), static_cast<std::uint8_t>(k));
+        const auto out = t.peer->sent();
+        REQUIRE(out.size() == 1);
+        CHECK(out[0].plane == k);
+        CHECK(out[0].f.ev == ev);
+    }
+}
+
+TEST_CASE("Engine::ack_route__an_ev_of_another_plane_falls_back_to_the_rotation", "[unit][core]") {
     Rx t;
     std::set<std::uint8_t> planes;
     for (std::uint32_t k = 0; k < 8; ++k) {
-        t.peer->deliver(t.packet(k, 8, true));
+        // The EV says plane 0, the frame came on plane 5: not a path to follow.
+        wire::FrameSpec s = t.peer->data_spec(Opcode::write_middle, psn_add(t.first_psn, static_cast<std::int32_t>(k)),
+                                              t.va(k * kMtu), kRkey, 8 * kMtu, 0, 5, 0x10000001);
+        s.bth.ack_req = true;
+        t.peer->deliver(CraftedPeer::build(s, std::vector<std::uint8_t>(kMtu, 1)), 5);
         const auto out = t.peer->sent();
         REQUIRE(out.size() == 1);
+        CHECK(out[0].f.ev != 0x10000001u);
         planes.insert(out[0].plane);
     }
-    CHECK(planes.size() == 8);
+    CHECK(planes.size() == 8);  // rotated over every plane
 }
 
 // ---- deliver_imms ----

@@ -342,12 +342,15 @@ TEST_CASE("Engine::sender_timers__an_ev_timeout_resends_what_it_carried", "[unit
     CHECK(t.peer->qp().stats.ev_timeouts == 1);
     CHECK(t.peer->qp().stats.losses_timeout == 1);
     // The only packet of the EV was lost: its loss record stands out from
-    // the QP's, so the EV is retired, probed, and the resend takes another.
+    // the QP's, so the EV is retired, the resend takes another, and the EV
+    // is probed one probe interval later.
     if (t.peer->qp().stats.ev_retirements == 1) {
-        const auto probes = CraftedPeer::only(again, Opcode::probe);
+        CHECK(data[0]->f.ev != out[0].f.ev);
+        CHECK(CraftedPeer::only(again, Opcode::probe).empty());
+        t.peer->at(sent_at + 100'000 + cfg.probe_interval_ns);
+        const auto probes = CraftedPeer::only(t.peer->sent(), Opcode::probe);
         REQUIRE(probes.size() == 1);
         CHECK(probes[0]->f.ev == out[0].f.ev);
-        CHECK(data[0]->f.ev != out[0].f.ev);
     }
 }
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// PathSet: the EV set of a QP (lib/core/paths.cpp), cases in the order of
+// its functions, named Function__case.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -8,13 +10,38 @@
 #include "routing/fabric.hpp"
 
 using namespace omrc::core;
+using omrc::routing::ev_plane;
 
 namespace {
-PathSet make(PathPolicy p, std::uint32_t planes = 8, std::uint32_t evs = 128) {
+PathSet make(PathPolicy p, std::uint32_t planes = 8, std::uint32_t evs = 128, std::uint32_t t1s = 0) {
     Rng rng(1);
     PathSet s;
-    s.init(p, planes, evs, 16, 16, 0x1001, rng);
+    s.init(p, planes, evs, 16, 16, 0x1001, t1s, rng);
     return s;
+}
+
+/// Active slots per (plane, group).
+std::map<std::pair<int, int>, int> per_group(const PathSet& s) {
+    std::map<std::pair<int, int>, int> m;
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (!s.slot(i).parked) ++m[{s.slot(i).plane, s.group_of(s.slot(i).ev)}];
+    return m;
+}
+
+/// Answers the next `n` probes of the group of `ev` (returns the EVs restored).
+std::uint32_t answer_probes(PathSet& s, Rng& rng, TimeNs& now, int n, std::uint32_t plane_mask = 0xFF) {
+    std::uint32_t restored = 0;
+    for (int i = 0; i < n; ++i) {
+        PathSet::ProbeDue due;
+        if (!s.probe_due(now, plane_mask, due)) {
+            now = s.next_probe_event_ns(1'000'000);
+            REQUIRE(s.probe_due(now, plane_mask, due));
+        }
+        const auto id = static_cast<std::uint16_t>(0x100 + i);
+        s.probe_sent(due, id, now);
+        restored += s.on_probe_answer(due.ev, id, 3, rng, now);
+    }
+    return restored;
 }
 }  // namespace
 
@@ -26,87 +53,207 @@ TEST_CASE("PathSet::init__equal_split_over_planes", "[unit][core]") {
     for (std::size_t i = 0; i < s.size(); ++i) {
         ++per_plane[s.slot(i).plane];
         evs.insert(s.slot(i).ev);
-        CHECK(omrc::routing::ev_plane(s.slot(i).ev) == s.slot(i).plane);
+        CHECK(ev_plane(s.slot(i).ev) == s.slot(i).plane);
+        CHECK(s.slot(i).home_ev == s.slot(i).ev);
     }
     CHECK(per_plane.size() == 8);
     for (auto [p, n] : per_plane) CHECK(n == 16);
     CHECK(evs.size() == 128);
     CHECK(s.backups() == 16);
+    CHECK(s.groups_per_plane() == 1);
     // 100 EVs over 8 planes round up to 13 per plane.
     CHECK(make(PathPolicy::spray, 8, 100).size() == 104);
 }
 
+TEST_CASE("PathSet::init__slots_spread_evenly_over_the_t1s", "[unit][core]") {
+    // 16 slots per plane over 4 T1s: 4 on each; over 32 T1s: 16 distinct ones.
+    PathSet s = make(PathPolicy::adaptive, 8, 128, 4);
+    CHECK(s.groups_per_plane() == 4);
+    for (const auto& [key, n] : per_group(s)) CHECK(n == 4);
+    CHECK(per_group(s).size() == 32);
+    PathSet wide = make(PathPolicy::adaptive, 8, 128, 32);
+    for (const auto& [key, n] : per_group(wide)) CHECK(n == 1);
+    CHECK(per_group(wide).size() == 128);
+}
+
 TEST_CASE("PathSet::select__spray_rotates_and_avoids_down_planes", "[unit][core]") {
     PathSet s = make(PathPolicy::spray);
+    Rng rng(2);
     std::map<int, int> uses;
-    for (int i = 0; i < 112 * 4; ++i) ++uses[s.select(0xFF & ~(1u << 2))];
-    for (auto [slot, n] : uses) {
-        CHECK(s.slot(static_cast<std::size_t>(slot)).plane != 2);
-        CHECK(n == 4);
+    for (int i = 0; i < 128 * 4; ++i) {
+        const int k = s.select(0xFF & ~(1u << 2), rng);
+        if (k >= 0) ++uses[k];
     }
+    for (auto [slot, n] : uses) CHECK(s.slot(static_cast<std::size_t>(slot)).plane != 2);
     CHECK(uses.size() == 112);
-    CHECK(s.select(0) == -1);
+    // Every rotation visits each usable slot once: after 4 rotations' worth
+    // of picks the counts differ by at most one rotation.
+    int lo = 1 << 30, hi = 0;
+    for (auto [slot, n] : uses) lo = std::min(lo, n), hi = std::max(hi, n);
+    CHECK(hi - lo <= 1);
+    CHECK(s.select(0, rng) == -1);
+}
+
+TEST_CASE("PathSet::select__rotations_change_order_and_alternate_planes", "[unit][core]") {
+    PathSet s = make(PathPolicy::spray);
+    Rng rng(3);
+    std::vector<std::vector<int>> rotations(3);
+    for (auto& r : rotations)
+        for (int i = 0; i < 128; ++i) r.push_back(s.select(0xFF, rng));
+    for (const auto& r : rotations) {
+        CHECK(std::set<int>(r.begin(), r.end()).size() == 128);  // each slot once
+        for (std::size_t i = 1; i < r.size(); ++i)
+            CHECK(s.slot(static_cast<std::size_t>(r[i])).plane != s.slot(static_cast<std::size_t>(r[i - 1])).plane);
+    }
+    CHECK(rotations[0] != rotations[1]);  // not in phase with itself, so not with other QPs either
+    CHECK(rotations[1] != rotations[2]);
 }
 
 TEST_CASE("PathSet::select__ecmp_sticks_to_one_ev", "[unit][core]") {
     PathSet s = make(PathPolicy::ecmp);
-    const int first = s.select(0xFF);
-    for (int i = 0; i < 100; ++i) CHECK(s.select(0xFF) == first);
+    Rng rng(4);
+    const int first = s.select(0xFF, rng);
+    for (int i = 0; i < 100; ++i) CHECK(s.select(0xFF, rng) == first);
     const auto plane = s.slot(static_cast<std::size_t>(first)).plane;
-    const int failover = s.select(0xFF & ~(1u << plane));
+    const int failover = s.select(0xFF & ~(1u << plane), rng);
     CHECK(failover != first);
-    CHECK(s.retire(static_cast<std::size_t>(first), 0, *std::make_unique<Rng>(2)) == false);
+    CHECK(s.retire(static_cast<std::size_t>(first), 0, rng) == false);
 }
 
 TEST_CASE("PathSet::mark_skip__skips_one_rotation_only", "[unit][core]") {
     PathSet s = make(PathPolicy::adaptive, 2, 4);
-    const int a = s.select(3);
+    Rng rng(5);
+    const int a = s.select(3, rng);
     s.mark_skip(static_cast<std::size_t>(a));
     std::vector<int> seq;
-    for (int i = 0; i < 8; ++i) seq.push_back(s.select(3));
-    // Skipped for the rest of this rotation, then back.
-    CHECK(std::count(seq.begin(), seq.begin() + 3, a) == 0);
-    CHECK(std::count(seq.begin() + 3, seq.end(), a) >= 1);
+    for (int i = 0; i < 3; ++i) seq.push_back(s.select(3, rng));
+    CHECK(std::count(seq.begin(), seq.end(), a) == 0);  // the rest of this rotation
+    for (int i = 0; i < 4; ++i) seq.push_back(s.select(3, rng));
+    CHECK(std::count(seq.begin() + 3, seq.end(), a) == 1);  // back in the next one
 }
 
-TEST_CASE("PathSet::retire__replaces_from_same_plane_and_probes_back", "[unit][core]") {
-    Rng rng(3);
-    PathSet s = make(PathPolicy::adaptive);
+TEST_CASE("PathSet::retire__stand_ins_even_out_over_the_healthy_t1s", "[unit][core]") {
+    Rng rng(6);
+    PathSet s = make(PathPolicy::adaptive, 8, 128, 4);  // 32 groups, 4 slots each
     const std::uint32_t old_ev = s.slot(5).ev;
     const std::uint8_t plane = s.slot(5).plane;
+    const std::uint16_t group = s.group_of(old_ev);
     REQUIRE(s.retire(5, 1000, rng));
     CHECK(s.slot(5).ev != old_ev);
-    CHECK(s.slot(5).plane == plane);
-    CHECK(omrc::routing::ev_plane(s.slot(5).ev) == plane);
-    CHECK(s.backups() == 15);
+    CHECK(s.slot(5).home_ev == old_ev);
+    CHECK(ev_plane(s.slot(5).ev) == s.slot(5).plane);
+    CHECK_FALSE((s.slot(5).plane == plane && s.group_of(s.slot(5).ev) == group));  // never the T1 that just failed
     REQUIRE(s.bad().size() == 1);
-    BadEv* b = s.probe_due(1000);
-    REQUIRE(b != nullptr);
-    CHECK(b->ev == old_ev);
-    for (int i = 0; i < 3; ++i) {
-        b = s.probe_due(1000 + static_cast<std::uint64_t>(i));
-        REQUIRE(b != nullptr);
-        b->probe_id = 0x100u + static_cast<std::uint32_t>(i);
-        const bool restored = s.on_probe_answer(old_ev, b->probe_id, 3, rng);
-        CHECK(restored == (i == 2));
-    }
-    CHECK(s.bad().empty());
-    CHECK(s.backups() == 16);
-    CHECK(s.restorations() == 1);
+    CHECK(s.bad().front().ev == old_ev);
+    // Every slot of the failed T1 goes the same way; the stand-ins land one
+    // per group on the least used healthy (plane, T1)s.
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (s.slot(i).plane == plane && s.group_of(s.slot(i).ev) == group) REQUIRE(s.retire(i, 1000, rng));
+    const auto groups = per_group(s);
+    CHECK(groups.count({plane, group}) == 0);
+    CHECK(groups.size() == 31);
+    for (const auto& [key, n] : groups) CHECK((n == 4 || n == 5));
+    // Stand-ins skip planes that are not usable.
+    PathSet t = make(PathPolicy::adaptive, 8, 128, 4);
+    REQUIRE(t.retire(0, 1000, rng, 1u << 6));
+    CHECK(t.slot(0).plane == 6);
 }
 
-TEST_CASE("PathSet::on_probe_answer__wrong_id_or_timeout_resets", "[unit][core]") {
-    Rng rng(4);
+TEST_CASE("PathSet::on_probe_answer__a_t1_back_brings_its_evs_home", "[unit][core]") {
+    Rng rng(7);
+    PathSet s = make(PathPolicy::adaptive, 8, 128, 4);
+    s.set_probe_interval(20'000);
+    const std::uint8_t plane = s.slot(3).plane;
+    const std::uint16_t group = s.group_of(s.slot(3).ev);
+    std::vector<std::size_t> lost;
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (s.slot(i).plane == plane && s.group_of(s.slot(i).ev) == group) lost.push_back(i);
+    REQUIRE(lost.size() == 4);
+    for (std::size_t i : lost) REQUIRE(s.retire(i, 0, rng));
+    CHECK(s.bad().size() == 4);
+    CHECK(s.groups().size() == 1);  // one probe stream for the T1, not one per EV
+    // First probe one interval after the failure, at most one outstanding.
+    PathSet::ProbeDue due;
+    CHECK_FALSE(s.probe_due(19'999, 0xFF, due));
+    REQUIRE(s.probe_due(20'000, 0xFF, due));
+    s.probe_sent(due, 9, 20'000);
+    PathSet::ProbeDue again;
+    CHECK_FALSE(s.probe_due(20'000, 0xFF, again));
+    // Three answers in a row: the whole group is back, each EV in its home slot.
+    TimeNs now = 20'000;
+    CHECK(s.on_probe_answer(due.ev, 9, 3, rng, now) == 0);
+    std::vector<std::size_t> hooked;
+    std::uint32_t restored = 0;
+    for (int i = 0; i < 2; ++i) {
+        REQUIRE(s.probe_due(now, 0xFF, due));  // answered: the next goes at once
+        s.probe_sent(due, static_cast<std::uint16_t>(20 + i), now);
+        restored += s.on_probe_answer(due.ev, static_cast<std::uint16_t>(20 + i), 3, rng, now,
+                                      [&](std::size_t slot) { hooked.push_back(slot); });
+    }
+    CHECK(restored == 4);
+    CHECK(s.bad().empty());
+    for (std::size_t i : lost) CHECK(s.slot(i).ev == s.slot(i).home_ev);
+    CHECK(std::set<std::size_t>(hooked.begin(), hooked.end()) == std::set<std::size_t>(lost.begin(), lost.end()));
+    for (const auto& [key, n] : per_group(s)) CHECK(n == 4);  // even again
+    CHECK(s.restorations() == 4);
+}
+
+TEST_CASE("PathSet::on_probe_answer__without_groups_each_ev_comes_back_alone", "[unit][core]") {
+    Rng rng(8);
     PathSet s = make(PathPolicy::adaptive);
-    const std::uint32_t ev = s.slot(0).ev;
+    const std::uint32_t a = s.slot(0).ev, b = s.slot(8).ev;  // both plane 0
+    REQUIRE(s.retire(0, 0, rng));
+    REQUIRE(s.retire(8, 0, rng));
+    TimeNs now = 0;
+    // One stream for the plane, rotating over its two bad EVs: six answers restore both.
+    CHECK(answer_probes(s, rng, now, 6) == 2);
+    CHECK(s.bad().empty());
+    CHECK(s.slot(0).ev == a);
+    CHECK(s.slot(8).ev == b);
+}
+
+TEST_CASE("PathSet::on_probe_answer__wrong_id_or_ev_is_ignored", "[unit][core]") {
+    Rng rng(9);
+    PathSet s = make(PathPolicy::adaptive);
     s.retire(0, 0, rng);
-    BadEv* b = s.probe_due(0);
-    b->probe_id = 7;
-    b->probe_sent_ns = 0;
-    CHECK_FALSE(s.on_probe_answer(ev, 8, 1, rng));  // not the outstanding probe
-    s.expire_probes(1000, 500);
-    CHECK(s.bad().front().probe_id == 0);
-    CHECK(s.bad().front().successes == 0);
+    PathSet::ProbeDue due;
+    REQUIRE(s.probe_due(s.next_probe_event_ns(1000), 0xFF, due));
+    s.probe_sent(due, 7, 0);
+    CHECK(s.on_probe_answer(due.ev, 8, 1, rng, 0) == 0);      // not the outstanding probe
+    CHECK(s.on_probe_answer(due.ev ^ 1, 7, 1, rng, 0) == 0);  // another EV
+    CHECK(s.groups().front().answers == 0);
+    CHECK(s.on_probe_answer(due.ev, 7, 1, rng, 0) == 1);
+}
+
+TEST_CASE("PathSet::expire_probes__fixed_cadence_and_the_run_resets", "[unit][core]") {
+    Rng rng(10);
+    PathSet s = make(PathPolicy::adaptive);
+    s.set_probe_interval(50'000);
+    s.retire(0, 0, rng);
+    std::vector<TimeNs> sent;
+    TimeNs now = 0;
+    for (int i = 0; i < 5; ++i) {
+        now = s.next_probe_event_ns(1'000);
+        PathSet::ProbeDue due;
+        REQUIRE(s.probe_due(now, 0xFF, due));
+        s.probe_sent(due, 1, now);
+        sent.push_back(now);
+        s.expire_probes(now + 1'000, 1'000);  // never answered
+        CHECK(s.groups().front().probe_id == 0);
+    }
+    // No backoff: a probe every interval while the EV is out.
+    for (std::size_t i = 1; i < sent.size(); ++i) CHECK(sent[i] - sent[i - 1] == 50'000);
+    CHECK(s.bad().size() == 1);
+}
+
+TEST_CASE("PathSet::probe_due__a_plane_that_is_down_is_not_probed", "[unit][core]") {
+    Rng rng(11);
+    PathSet s = make(PathPolicy::adaptive);
+    s.retire(0, 0, rng);  // plane 0
+    PathSet::ProbeDue due;
+    const TimeNs t = s.next_probe_event_ns(1000);
+    CHECK_FALSE(s.probe_due(t, 0xFE, due));
+    CHECK(s.probe_due(t + s.probe_interval(), 0xFF, due));
 }
 
 TEST_CASE("PathSet::track__path_order_ring", "[unit][core]") {
@@ -125,57 +272,34 @@ TEST_CASE("PathSet::track__path_order_ring", "[unit][core]") {
 }
 
 TEST_CASE("PathSet::deny__never_handed_out_again", "[unit][core]") {
-    Rng rng(5);
+    Rng rng(12);
     PathSet s = make(PathPolicy::adaptive);
     const std::uint32_t ev = s.slot(9).ev;
     CHECK(s.deny(ev, rng));
-    for (std::size_t i = 0; i < s.size(); ++i) CHECK(s.slot(i).ev != ev);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        CHECK(s.slot(i).ev != ev);
+        CHECK(s.slot(i).home_ev != ev);
+    }
     CHECK_FALSE(s.deny(ev, rng));
 }
 
 TEST_CASE("PathSet::retire__a_failed_plane_is_parked_and_a_probe_answer_brings_it_back", "[unit][core]") {
-    Rng rng(6);
+    Rng rng(13);
     PathSet s = make(PathPolicy::adaptive, 2, 4);  // slots 0, 2 on plane 0; 1, 3 on plane 1
     REQUIRE(s.slot(0).plane == 0);
     REQUIRE(s.slot(2).plane == 0);
     // A plane's worth of retirements in a row with no acknowledgement on the plane.
     REQUIRE(s.retire(0, 0, rng));
-    CHECK(s.parked() == 0);  // first one: replaced by a fresh EV
+    CHECK(s.parked() == 0);  // first one: a stand-in
     REQUIRE(s.retire(2, 0, rng));
     CHECK(s.slot(2).parked);
     REQUIRE(s.retire(0, 0, rng));
     CHECK(s.parked() == 2);
-    for (int i = 0; i < 16; ++i) CHECK(s.slot(static_cast<std::size_t>(s.select(3))).plane == 1);
-    // An acknowledgement on the plane resets the run; a probe answer unparks it.
-    BadEv* b = s.probe_due(0);
-    REQUIRE(b != nullptr);
-    REQUIRE(b->plane == 0);
-    b->probe_id = 0x77;
-    const std::uint32_t probed = b->ev;
-    (void)s.on_probe_answer(probed, 0x77, 3, rng);
-    CHECK(s.parked() == 0);
-    CHECK(omrc::routing::ev_plane(s.slot(0).ev) == 0);
-    CHECK(omrc::routing::ev_plane(s.slot(2).ev) == 0);
-}
-
-TEST_CASE("PathSet::expire_probes__unanswered_probes_back_off_to_the_cap", "[unit][core]") {
-    Rng rng(7);
-    PathSet s = make(PathPolicy::adaptive);
-    s.set_probe_intervals(50'000, 400'000);
-    s.retire(0, 0, rng);
+    for (int i = 0; i < 16; ++i) CHECK(s.slot(static_cast<std::size_t>(s.select(3, rng))).plane == 1);
+    // A probe answer on the plane unparks its slots.
     TimeNs now = 0;
-    std::vector<TimeNs> gaps;
-    for (int i = 0; i < 6; ++i) {
-        BadEv* b = s.probe_due(now);
-        if (b == nullptr) {
-            now = s.next_probe_ns();
-            b = s.probe_due(now);
-        }
-        REQUIRE(b != nullptr);
-        b->probe_id = 1;
-        b->probe_sent_ns = now;
-        s.expire_probes(now + 1'000, 1'000);  // never answered
-        gaps.push_back(s.bad().front().next_probe_ns - now);
-    }
-    CHECK(gaps == std::vector<TimeNs>{100'000, 200'000, 400'000, 400'000, 400'000, 400'000});
+    (void)answer_probes(s, rng, now, 1);
+    CHECK(s.parked() == 0);
+    CHECK(ev_plane(s.slot(0).ev) == 0);
+    CHECK(ev_plane(s.slot(2).ev) == 0);
 }
