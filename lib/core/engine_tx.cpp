@@ -225,8 +225,25 @@ void Engine::resend_slot(Qp& qp, std::size_t slot) {
 }
 
 void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now) {
+    const std::uint32_t ev = qp.paths.slot(slot).ev;
+    const std::uint8_t plane = qp.paths.slot(slot).plane;
     resend_slot(qp, slot);
-    if (qp.paths.retire(slot, now, rng_, usable_planes(qp))) ++qp.stats.ev_retirements;
+    if (!qp.paths.retire(slot, now, rng_, usable_planes(qp))) return;
+    ++qp.stats.ev_retirements;
+    // Where the fabric is known, a failed path is a failed (plane, T1): the
+    // QP's other EVs through that T1 share its fate. They leave with it
+    // (their packets resent), and the group is probed back as one.
+    if (qp.paths.groups_per_plane() <= 1) return;
+    const std::uint16_t group = qp.paths.group_of(ev);
+    for (std::size_t i = 0; i < qp.paths.size(); ++i) {
+        const EvSlot& s = qp.paths.slot(i);
+        if (s.parked || s.plane != plane || qp.paths.group_of(s.ev) != group) continue;
+        resend_slot(qp, i);
+        if (qp.paths.retire(i, now, rng_, usable_planes(qp))) {
+            ++qp.stats.ev_retirements;
+            ++qp.stats.ev_retirements_with_group;
+        }
+    }
 }
 
 void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes) {
@@ -742,7 +759,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             qp.paths.clear_tracked(i);
             // A silent path is a failure, not congestion: the window stays
             // (delay, ECN and trims are NSCC's congestion signals).
-            if (retire && qp.paths.retire(i, now, rng_, usable_planes(qp))) ++qp.stats.ev_retirements;
+            if (retire) retire_slot(qp, i, now);
             break;
         }
     }

@@ -141,6 +141,7 @@ ProbeGroup& PathSet::group_entry(std::uint8_t plane, std::uint16_t group) {
 
 std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, TimeNs now, std::uint32_t plane_mask,
                                 Rng& rng) {
+    // Returns 0 (never a valid EV: plane nibble 0) when the slot should park.
     std::uint32_t group = 0;
     if (t1s_ != 0) {
         // Groups known: the stand-in goes to the (plane, T1) with the fewest
@@ -157,6 +158,11 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
             if (g.failed_ns + kAvoidIntervals * probe_interval_ns_ > now) avoid[std::size_t{g.plane} * t1s_ + g.group] = true;
         for (const BadEv& b : bad_) avoid[std::size_t{b.plane} * t1s_ + b.group] = true;
         avoid[std::size_t{plane} * t1s_ + avoid_group] = true;
+        // The fullest healthy group: a stand-in may bring a group up to it,
+        // never above (the slot is parked instead, see retire()).
+        std::uint32_t fullest = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            if (!avoid[i] && (plane_mask & (1u << (i / t1s_)))) fullest = std::max(fullest, count[i]);
         std::size_t best_i = n;
         std::uint32_t best = UINT32_MAX, ties = 0;
         for (bool relax : {false, true}) {
@@ -174,6 +180,7 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
             }
             if (best_i != n) break;  // else every group failed recently: the least used of them
         }
+        if (best_i != n && !avoid[best_i] && best >= fullest && fullest != 0) return 0;  // park: even as it is
         if (best_i != n) {
             plane = static_cast<std::uint32_t>(best_i / t1s_);
             group = static_cast<std::uint32_t>(best_i % t1s_);
@@ -213,7 +220,17 @@ bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane
         reset_slot(slot, s.ev);
         return true;
     }
-    reset_slot(slot, stand_in(s.plane, group, now, plane_mask, rng));
+    const std::uint32_t ev = stand_in(s.plane, group, now, plane_mask, rng);
+    if (ev == 0) {
+        // Every healthy group already carries as many of the QP's slots as
+        // any: a stand-in would load one T1 more than the others. The slot
+        // waits, parked, for its home EV (the QP sprays over fewer EVs, all
+        // T1s evenly).
+        s.parked = true;
+        reset_slot(slot, s.ev);
+        return true;
+    }
+    reset_slot(slot, ev);
     return true;
 }
 
@@ -315,7 +332,7 @@ void PathSet::probe_sent(const ProbeDue& p, std::uint16_t probe_id, TimeNs now) 
 void PathSet::restore(std::uint32_t ev, const SlotHook& before_reset) {
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         EvSlot& s = slots_[i];
-        if (s.home_ev != ev || s.ev == ev) continue;
+        if (s.home_ev != ev || (s.ev == ev && !s.parked)) continue;  // a parked slot still names its EV
         if (!s.parked) backup_.push_back(s.ev);  // the stand-in goes back to the spares (its plane may differ)
         s.parked = false;
         if (before_reset) before_reset(i);
@@ -366,9 +383,10 @@ std::uint32_t PathSet::on_probe_answer(std::uint32_t ev, std::uint16_t probe_id,
         ++groups_[static_cast<std::size_t>(git - groups_.begin())].restorations;
         restorations_ += restored;
     }
-    // The plane answers again: parked slots of it come back, with stand-ins
-    // where their own EV is still out.
-    for (std::size_t i = 0; i < slots_.size(); ++i) {
+    // Groups not known: the plane answers again, so parked slots of it come
+    // back, with stand-ins where their own EV is still out. (Groups known:
+    // a parked slot waits for its home EV, restored above.)
+    for (std::size_t i = 0; i < slots_.size() && t1s_ == 0; ++i) {
         if (!slots_[i].parked || slots_[i].plane != plane) continue;
         slots_[i].parked = false;
         if (before_reset) before_reset(i);

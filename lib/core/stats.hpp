@@ -56,6 +56,7 @@ struct QpStats {
     std::uint64_t resent_on_retirement = 0;  ///< packets in flight on an EV when it was retired (resent at once)
     std::uint64_t ev_timeouts = 0;
     std::uint64_t ev_retirements = 0;
+    std::uint64_t ev_retirements_with_group = 0;  ///< of those: EVs that left with another of their (plane, T1)
     std::uint64_t ev_restorations = 0;
     std::uint64_t probes_sent = 0;
     std::uint64_t probe_answers = 0;

@@ -132,29 +132,38 @@ TEST_CASE("PathSet::mark_skip__skips_one_rotation_only", "[unit][core]") {
     CHECK(std::count(seq.begin() + 3, seq.end(), a) == 1);  // back in the next one
 }
 
-TEST_CASE("PathSet::retire__stand_ins_even_out_over_the_healthy_t1s", "[unit][core]") {
+TEST_CASE("PathSet::retire__a_stand_in_never_loads_a_t1_above_the_others", "[unit][core]") {
     Rng rng(6);
-    PathSet s = make(PathPolicy::adaptive, 8, 128, 4);  // 32 groups, 4 slots each
+    // 16 slots per plane over 32 T1s: half the groups hold none. A retired
+    // EV's stand-in goes to an empty healthy group, on any plane.
+    PathSet s = make(PathPolicy::adaptive, 8, 128, 32);
     const std::uint32_t old_ev = s.slot(5).ev;
     const std::uint8_t plane = s.slot(5).plane;
     const std::uint16_t group = s.group_of(old_ev);
     REQUIRE(s.retire(5, 1000, rng));
     CHECK(s.slot(5).ev != old_ev);
     CHECK(s.slot(5).home_ev == old_ev);
+    CHECK_FALSE(s.slot(5).parked);
     CHECK(ev_plane(s.slot(5).ev) == s.slot(5).plane);
     CHECK_FALSE((s.slot(5).plane == plane && s.group_of(s.slot(5).ev) == group));  // never the T1 that just failed
     REQUIRE(s.bad().size() == 1);
     CHECK(s.bad().front().ev == old_ev);
-    // Every slot of the failed T1 goes the same way; the stand-ins land one
-    // per group on the least used healthy (plane, T1)s.
-    for (std::size_t i = 0; i < s.size(); ++i)
-        if (s.slot(i).plane == plane && s.group_of(s.slot(i).ev) == group) REQUIRE(s.retire(i, 1000, rng));
-    const auto groups = per_group(s);
-    CHECK(groups.count({plane, group}) == 0);
+    for (const auto& [key, n] : per_group(s)) CHECK(n == 1);
+    // 4 slots on each of 32 groups: every healthy group is as full as any,
+    // so the slots of a failed T1 park instead (the QP sprays over the 31
+    // healthy T1s evenly until the failed one comes back).
+    PathSet even = make(PathPolicy::adaptive, 8, 128, 4);
+    const std::uint8_t p2 = even.slot(3).plane;
+    const std::uint16_t g2 = even.group_of(even.slot(3).ev);
+    for (std::size_t i = 0; i < even.size(); ++i)
+        if (even.slot(i).plane == p2 && even.group_of(even.slot(i).ev) == g2) REQUIRE(even.retire(i, 1000, rng));
+    CHECK(even.parked() == 4);
+    const auto groups = per_group(even);
+    CHECK(groups.count({p2, g2}) == 0);
     CHECK(groups.size() == 31);
-    for (const auto& [key, n] : groups) CHECK((n == 4 || n == 5));
+    for (const auto& [key, n] : groups) CHECK(n == 4);
     // Stand-ins skip planes that are not usable.
-    PathSet t = make(PathPolicy::adaptive, 8, 128, 4);
+    PathSet t = make(PathPolicy::adaptive, 8, 128, 32);
     REQUIRE(t.retire(0, 1000, rng, 1u << 6));
     CHECK(t.slot(0).plane == 6);
 }
@@ -192,8 +201,12 @@ TEST_CASE("PathSet::on_probe_answer__a_t1_back_brings_its_evs_home", "[unit][cor
     }
     CHECK(restored == 4);
     CHECK(s.bad().empty());
-    for (std::size_t i : lost) CHECK(s.slot(i).ev == s.slot(i).home_ev);
+    for (std::size_t i : lost) {
+        CHECK(s.slot(i).ev == s.slot(i).home_ev);
+        CHECK_FALSE(s.slot(i).parked);
+    }
     CHECK(std::set<std::size_t>(hooked.begin(), hooked.end()) == std::set<std::size_t>(lost.begin(), lost.end()));
+    CHECK(s.parked() == 0);
     for (const auto& [key, n] : per_group(s)) CHECK(n == 4);  // even again
     CHECK(s.restorations() == 4);
 }
