@@ -15,6 +15,30 @@
 
 namespace omrc::core {
 
+const char* to_string(PathEventKind k) noexcept {
+    switch (k) {
+        case PathEventKind::retired: return "retired";
+        case PathEventKind::probe_sent: return "probe";
+        case PathEventKind::restored: return "restored";
+        case PathEventKind::local_port_down: return "port_down";
+        case PathEventKind::local_port_up: return "port_up";
+        case PathEventKind::peer_ports: return "peer_ports";
+    }
+    return "unknown";
+}
+
+const char* to_string(RetireCause c) noexcept {
+    switch (c) {
+        case RetireCause::none: return "none";
+        case RetireCause::path_order: return "path_order_loss";
+        case RetireCause::send_order: return "send_order_loss";
+        case RetireCause::timeout: return "ev_timeout";
+        case RetireCause::always_skip: return "always_skip";
+        case RetireCause::with_group: return "with_its_t1";
+    }
+    return "unknown";
+}
+
 const char* to_string(DropReason r) noexcept {
     switch (r) {
         case DropReason::no_qp: return "no_qp";
@@ -333,6 +357,8 @@ SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
     local_up_ = c.up ? (local_up_ | bit) : (local_up_ & ~bit);
     if (before == local_up_) return {kOk};
     ++planes_epoch_;
+    path_event({.at_ns = now, .kind = c.up ? PathEventKind::local_port_up : PathEventKind::local_port_down,
+                .plane = static_cast<std::uint8_t>(c.plane)});
     if (!c.up) {
         // Everything in flight on that port is gone: resend it elsewhere now.
         for (Qp* qp : live_) {
@@ -418,6 +444,23 @@ std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
         if (!progressed) break;
     }
     stats_.tx_frames += n;
+    return n;
+}
+
+void Engine::path_event(const PathEvent& e) {
+    if (path_events_.size() >= kPathEventLimit) {
+        path_events_.pop_front();
+        ++stats_.path_events_dropped;
+    }
+    path_events_.push_back(e);
+}
+
+std::size_t Engine::poll_path_events(std::span<PathEvent> out) {
+    std::size_t n = 0;
+    while (n < out.size() && !path_events_.empty()) {
+        out[n++] = path_events_.front();
+        path_events_.pop_front();
+    }
     return n;
 }
 

@@ -28,6 +28,8 @@ namespace omrc::core {
 inline constexpr int kOk = 0;
 /// Control frames queued beyond this are dropped and counted (ctrl_queue_overflow).
 inline constexpr std::size_t kCtrlQueueLimit = 8192;
+/// Path events kept until polled.
+inline constexpr std::size_t kPathEventLimit = 1024;
 
 /// Commands accepted by submit().
 struct CmdCreateQp { QpCaps caps{}; };
@@ -78,6 +80,9 @@ public:
     /// and must stay readable until the driver releases them.
     std::size_t poll_tx(std::span<wire::GatherFrame> out, TimeNs now);
     std::size_t poll_completions(std::span<Completion> out);
+    /// Path state changes since the last call, oldest first (at most
+    /// kPathEventLimit are kept; older ones are dropped and counted).
+    std::size_t poll_path_events(std::span<PathEvent> out);
     /// Earliest time on_timer() has work; kNever when idle.
     [[nodiscard]] TimeNs next_wakeup() const noexcept;
 
@@ -157,7 +162,8 @@ private:
     /// Marks what the slot has in flight lost (to be resent elsewhere now).
     void resend_slot(Qp& qp, std::size_t slot);
     /// resend_slot, then the slot's EV is retired.
-    void retire_slot(Qp& qp, std::size_t slot, TimeNs now);
+    void retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause);
+    void path_event(const PathEvent& e);
     /// RACK-style loss detection over the packets a SACK reports missing.
     void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
     SubmitResult probe_ev(const CmdProbeEv& c, TimeNs now);
@@ -226,6 +232,7 @@ private:
     std::uint8_t rx_plane_ = 0;              ///< plane of the frame being received (rx_one)
     std::uint32_t rx_ev_ = 0;                ///< its EV
     Ring<Completion> completions_{64};
+    Ring<PathEvent> path_events_{64};
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
     std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes
     struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };

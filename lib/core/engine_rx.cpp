@@ -415,6 +415,7 @@ void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs no
                 found = true;
             }
             if (!found) peer_ports_.push_back({src, up});
+            path_event({.at_ns = now, .kind = PathEventKind::peer_ports, .qpn = qp->qpn, .count = up});
             break;
         }
         case wire::ErthOp::ev_probe: break;  // nothing to do but answer

@@ -224,12 +224,14 @@ void Engine::resend_slot(Qp& qp, std::size_t slot) {
     qp.paths.clear_tracked(slot);
 }
 
-void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now) {
+void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause) {
     const std::uint32_t ev = qp.paths.slot(slot).ev;
     const std::uint8_t plane = qp.paths.slot(slot).plane;
     resend_slot(qp, slot);
     if (!qp.paths.retire(slot, now, rng_, usable_planes(qp))) return;
     ++qp.stats.ev_retirements;
+    path_event({.at_ns = now, .kind = PathEventKind::retired, .cause = cause, .plane = plane,
+                .group = qp.paths.group_of(ev), .qpn = qp.qpn, .ev = ev});
     // Where the fabric is known, a failed path is a failed (plane, T1): the
     // QP's other EVs through that T1 share its fate. They leave with it
     // (their packets resent), and the group is probed back as one.
@@ -238,10 +240,13 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now) {
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
         const EvSlot& s = qp.paths.slot(i);
         if (s.parked || s.plane != plane || qp.paths.group_of(s.ev) != group) continue;
+        const std::uint32_t other = s.ev;
         resend_slot(qp, i);
         if (qp.paths.retire(i, now, rng_, usable_planes(qp))) {
             ++qp.stats.ev_retirements;
             ++qp.stats.ev_retirements_with_group;
+            path_event({.at_ns = now, .kind = PathEventKind::retired, .cause = RetireCause::with_group, .plane = plane,
+                        .group = group, .qpn = qp.qpn, .ev = other});
         }
     }
 }
@@ -342,7 +347,7 @@ void Engine::detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs no
         // Losses concentrated on one EV retire it (a failing path, not
         // congestion: the window stays); spread ones change nothing here.
         if (qp.paths.record_outcome(p.ev_slot, true) && qp.paths.policy() == PathPolicy::adaptive)
-            retire_slot(qp, p.ev_slot, now);
+            retire_slot(qp, p.ev_slot, now, RetireCause::send_order);
     }
 }
 
@@ -396,7 +401,7 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
     // A loss alone is not congestion (trims and delay say that): the window
     // stays; only an EV whose loss stands out from the others is retired.
     if (retire && qp.paths.policy() == PathPolicy::adaptive) {
-        retire_slot(qp, slot_index, now);
+        retire_slot(qp, slot_index, now, RetireCause::path_order);
         return false;
     }
     return undecided;
@@ -443,7 +448,7 @@ void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
             ++slot.counters.ecn;
             qp.paths.mark_skip(i);
         } else if (qp.paths.policy() == PathPolicy::adaptive) {
-            retire_slot(qp, i, now);
+            retire_slot(qp, i, now, RetireCause::always_skip);
         }
         return;
     }
@@ -488,9 +493,14 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     if (probe_answer) {
         ++qp.stats.probe_answers;
         // Slots that change EV hand what they track to the send-order detection first.
-        qp.stats.ev_restorations +=
+        const std::uint32_t restored =
             qp.paths.on_probe_answer(s.ev, static_cast<std::uint16_t>(s.ack_psn_offset), cfg_.probe_successes_to_restore,
                                      rng_, now, [&](std::size_t slot) { untrack_slot(qp, slot); });
+        qp.stats.ev_restorations += restored;
+        if (restored != 0)
+            path_event({.at_ns = now, .kind = PathEventKind::restored,
+                        .plane = static_cast<std::uint8_t>(std::min<std::uint32_t>(routing::ev_plane(s.ev), kMaxPlanes - 1)),
+                        .group = qp.paths.group_of(s.ev), .qpn = qp.qpn, .ev = s.ev, .count = restored});
     }
     const std::uint32_t last_sent = psn_add(qp.snd_nxt, -1);
     // Validate everything before acting on anything.
@@ -690,6 +700,8 @@ void Engine::send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now) {
               .ftype = wire::mrc::kFtypeTransmitTimestamp};
     finish_ctrl(*g, s);
     ++qp.stats.probes_sent;
+    path_event({.at_ns = now, .kind = PathEventKind::probe_sent, .plane = due.plane,
+                .group = qp.paths.group_of(due.ev), .qpn = qp.qpn, .ev = due.ev});
 }
 
 SubmitResult Engine::probe_ev(const CmdProbeEv& c, TimeNs now) {
@@ -759,7 +771,7 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             qp.paths.clear_tracked(i);
             // A silent path is a failure, not congestion: the window stays
             // (delay, ECN and trims are NSCC's congestion signals).
-            if (retire) retire_slot(qp, i, now);
+            if (retire) retire_slot(qp, i, now, RetireCause::timeout);
             break;
         }
     }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "core/types.hpp"
 #include "wire/error.hpp"
 
 namespace omrc::core {
@@ -28,6 +29,30 @@ enum class DropReason : std::uint8_t {
 };
 const char* to_string(DropReason r) noexcept;
 
+/// A change of path state, for the runtime to log (Engine::poll_path_events).
+enum class PathEventKind : std::uint8_t {
+    retired,          ///< an EV left the active set (`cause` says why)
+    probe_sent,       ///< a probe went out for a group with EVs out
+    restored,         ///< probe answers brought `count` EVs of a group back
+    local_port_down,  ///< a local port (plane) went down
+    local_port_up,
+    peer_ports,       ///< a peer said which of its ports are up (`count` = its plane mask)
+};
+enum class RetireCause : std::uint8_t { none, path_order, send_order, timeout, always_skip, with_group };
+const char* to_string(PathEventKind k) noexcept;
+const char* to_string(RetireCause c) noexcept;
+
+struct PathEvent {
+    TimeNs at_ns = 0;
+    PathEventKind kind = PathEventKind::retired;
+    RetireCause cause = RetireCause::none;
+    std::uint8_t plane = 0;
+    std::uint16_t group = 0;    ///< T1 where known, else 0
+    std::uint32_t qpn = 0;      ///< 0 for port events
+    std::uint32_t ev = 0;
+    std::uint32_t count = 0;    ///< restored: EVs; peer_ports: the peer's plane mask
+};
+
 struct EngineStats {
     std::uint64_t rx_frames = 0;
     std::uint64_t tx_frames = 0;
@@ -39,6 +64,7 @@ struct EngineStats {
     std::uint64_t ep_responses_sent = 0;      ///< EETH answers to endpoint requests
     std::uint64_t ep_responses_received = 0;  ///< EETH answers matched to a request of ours
     std::uint64_t ctrl_queue_overflow = 0;
+    std::uint64_t path_events_dropped = 0;  ///< path events not polled before the queue filled (oldest dropped)
 };
 
 struct QpStats {

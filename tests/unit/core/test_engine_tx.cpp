@@ -351,6 +351,18 @@ TEST_CASE("Engine::sender_timers__an_ev_timeout_resends_what_it_carried", "[unit
         const auto probes = CraftedPeer::only(t.peer->sent(), Opcode::probe);
         REQUIRE(probes.size() == 1);
         CHECK(probes[0]->f.ev == out[0].f.ev);
+        // Both changes are path events for the runtime to log.
+        std::vector<PathEvent> events(8);
+        events.resize(t.peer->engine().poll_path_events(events));
+        REQUIRE(events.size() == 2);
+        CHECK(events[0].kind == PathEventKind::retired);
+        CHECK(events[0].cause == RetireCause::timeout);
+        CHECK(events[0].ev == out[0].f.ev);
+        CHECK(events[0].qpn == t.qb);
+        CHECK(events[0].at_ns == sent_at + 100'000);
+        CHECK(events[1].kind == PathEventKind::probe_sent);
+        CHECK(events[1].ev == out[0].f.ev);
+        CHECK(t.peer->engine().poll_path_events(events) == 0);
     }
 }
 
