@@ -193,6 +193,9 @@ bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
             if (imp->blackhole) return drop(c.blackholed);
             if (fi.has_udp && std::binary_search(imp->blackhole_evs.begin(), imp->blackhole_evs.end(), fi.ev))
                 return drop(c.blackholed_ev);
+            if (fi.has_udp && imp->blackhole_t1.t1_count != 0 &&
+                ((fi.ev >> 16) & 0xFFF) % imp->blackhole_t1.t1_count == imp->blackhole_t1.t1)
+                return drop(c.blackholed_ev);
         }
         if (imp->loss.rate > 0 && selected(imp->loss.select, fi) && rng(Stream::loss).bernoulli(imp->loss.rate))
             return drop(c.lost_random);

@@ -89,9 +89,17 @@ struct Trim {
 };
 
 /// Everything that can happen to frames of one link direction.
+/// The EVs through one T1 of a two-tier Clos: EV path bits (bits 27..16)
+/// mod `t1_count` equal to `t1`, as routing::UsidTemplate picks the T1.
+struct T1Select {
+    std::uint32_t t1_count = 0;  ///< 0 = off
+    std::uint32_t t1 = 0;
+};
+
 struct Impairment {
     bool blackhole = false;               ///< drop every frame
     std::vector<std::uint32_t> blackhole_evs;  ///< drop frames whose EV is listed (any order, duplicates allowed)
+    T1Select blackhole_t1{};              ///< drop frames whose EV crosses this T1 (a lost switch)
     Select blackhole_select = Select::all;     ///< selector for both blackholes
     RandomLoss loss{};
     BurstLoss burst_loss{};

@@ -170,7 +170,7 @@ private:
     /// SACK M field: skip the EV once, or give it up.
     void on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now);
     /// CC_STATE of a SACK: delivered bytes (returned), held packets, penalty, restore.
-    std::uint64_t on_cc_state(Qp& qp, const wire::SethHdr& s, const wire::CcStateHdr& cc, TimeNs now);
+    std::uint64_t on_cc_state(Qp& qp, const wire::CcStateHdr& cc, TimeNs now);
 
     // engine_rx.cpp: receiver
     void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);

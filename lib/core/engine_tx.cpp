@@ -234,7 +234,9 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
                 .group = qp.paths.group_of(ev), .qpn = qp.qpn, .ev = ev});
     // Where the fabric is known, a failed path is a failed (plane, T1): the
     // QP's other EVs through that T1 share its fate. They leave with it
-    // (their packets resent), and the group is probed back as one.
+    // (their packets resent), and the group is probed back as one. (The
+    // evidence for a retirement is strong: a silent EV, or losses a SACK
+    // proves and that stand out from the QP's — never an overdue report.)
     if (qp.paths.groups_per_plane() <= 1) return;
     const std::uint16_t group = qp.paths.group_of(ev);
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
@@ -381,13 +383,13 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
             qp.paths.pop_tracked(slot_index);
             continue;
         }
-        bool lost = false;
+        bool proven = false;
         if (proven_x) {
             const std::int32_t dw = psn_diff(psn, sack.cack);
-            lost = dw >= 1 && dw <= 64 && !((sack.bitmap >> (dw - 1)) & 1u);
+            proven = dw >= 1 && dw <= 64 && !((sack.bitmap >> (dw - 1)) & 1u);
         }
-        if (!lost) lost = slot.suspect_ns != 0 && now >= slot.suspect_ns + reorder_window(qp);
-        if (!lost) {
+        const bool overdue = !proven && slot.suspect_ns != 0 && now >= slot.suspect_ns + reorder_window(qp);
+        if (!proven && !overdue) {
             undecided = true;
             break;
         }
@@ -395,7 +397,10 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
         mark_lost(qp, psn, false);
         ++qp.stats.losses_path_order;
         ++slot.counters.lost;
-        retire |= qp.paths.record_outcome(slot_index, true);
+        // A loss a SACK proves is evidence against the path; one that is only
+        // overdue is resent but judges nothing (its report may just trail,
+        // waiting for the bitmap to reach it behind another path's holes).
+        if (proven) retire |= qp.paths.record_outcome(slot_index, true);
     }
     if (!undecided) slot.suspect_ns = 0;
     // A loss alone is not congestion (trims and delay say that): the window
@@ -454,7 +459,7 @@ void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
     }
 }
 
-std::uint64_t Engine::on_cc_state(Qp& qp, const wire::SethHdr& s, const wire::CcStateHdr& cc, TimeNs now) {
+std::uint64_t Engine::on_cc_state(Qp& qp, const wire::CcStateHdr& cc, TimeNs now) {
     // Delivered bytes since the previous SACK, from the receiver's wrapping
     // 24-bit count of 256-byte units; SACKs that arrive out of order (they
     // cross different planes) carry an older count and add nothing.
@@ -555,7 +560,7 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         detect_losses_by_send_order(qp, view, now);
         arm_timer(qp);
     }
-    const std::uint64_t delivered = on_cc_state(qp, s, cc_state, now);
+    const std::uint64_t delivered = on_cc_state(qp, cc_state, now);
     if (qp.cc) {
         AckSample a;
         a.acked_bytes = acked_bytes;

@@ -260,6 +260,50 @@ TEST_CASE("row 10: one of 8 planes blackholed for 10 s, then restored", "[fault]
     CHECK(on_plane * 8 >= all * 9 / 10);
 }
 
+TEST_CASE("row 10b: one T1 of one plane lost and returned: its share, nothing more", "[fault]") {
+    // SRv6 mode on a fabric of 8 planes x 4 T1s (the two hosts under
+    // different T0s, so every path crosses a T1): the engine knows which T1
+    // each EV takes. T1 2 of plane 5 drops everything both ways for a while.
+    const std::uint64_t seed = 1011;
+    CAPTURE(seed);
+    core::EngineConfig ec;
+    ec.mode = wire::FrameMode::srv6;
+    ec.fabric = {0xFCBB0000, 8, 2, 4, 1};
+    LoopbackHarness h(2, fabric8(seed), ec);
+    const auto qpns = h.connect(0, 1, adaptive_attr());
+    const std::uint32_t a = qpns.first;
+    auto phase = [&](std::uint64_t phase_seed) {
+        const std::size_t bytes = 256u << 20;
+        GuardedTransfer t = make_guarded(bytes, phase_seed);
+        h.completions[0].clear();
+        const RunResult r = transfer(h, a, t, std::vector<std::size_t>(bytes >> 20, 1u << 20), 32, 1'000'000'000);
+        REQUIRE(r.finished);
+        CHECK(t.byte_exact());
+        check_one_completion_each(h.completions[0], bytes >> 20);
+        return static_cast<double>(bytes) / static_cast<double>(r.elapsed_ns);  // bytes per ns
+    };
+    const double before = phase(seed);
+    loopback::Impairment lost;
+    lost.blackhole_t1 = {4, 2};
+    h.fabric.set_impairment(0, 1, 5, lost);
+    h.fabric.set_impairment(1, 0, 5, lost);
+    const double during = phase(seed + 1);
+    h.fabric.set_impairment(0, 1, 5, loopback::Impairment{});
+    h.fabric.set_impairment(1, 0, 5, loopback::Impairment{});
+    h.run([] { return false; }, h.now + 2'000'000);  // probes bring the T1 back
+    const double after = phase(seed + 2);
+    const auto& st = h.engines[0]->find_qp(a)->stats;
+    CAPTURE(before, during, after, st.ev_retirements, st.ev_restorations, st.data_pkts_resent, st.probes_sent);
+    const double healthy_share = 31.0 / 32.0;
+    CHECK(during >= 0.98 * healthy_share * before);
+    CHECK(after >= 0.99 * before);
+    CHECK(st.ev_retirements >= 1);
+    CHECK(st.ev_restorations == st.ev_retirements);  // every EV came back
+    CHECK(h.engines[0]->find_qp(a)->paths.parked() == 0);
+    CHECK(h.engines[0]->find_qp(a)->paths.bad().empty());
+    CHECK(h.engines[0]->qp_info(a).state == QpState::rts);
+}
+
 namespace {
 
 /// WRITE_WITH_IMM requests, one per message, imm = message index.
@@ -564,12 +608,13 @@ TEST_CASE("row 13: forged SACK/NACK/ACK are ignored and counted", "[fault]") {
     sack(psn_add(nxt, 0x7FFFFF), 1, ~0ull, idb, ida);  // half the PSN space away
     sack(psn_add(nxt, -1), 1, 0, 0x1234, ida);         // wrong connection ids
     frames.push_back(forge(h, wire::Opcode::nack, a, [&](wire::FrameSpec& s) {
-        s.neth = {1, 0, 0, 0, idb, ida, psn_add(nxt, 5), 0};  // NACK for an unsent PSN
+        s.neth = {.reason = 1, .src_conn_id = idb, .dst_conn_id = ida, .nack_psn = psn_add(nxt, 5)};  // NACK for an unsent PSN
     }));
     frames.push_back(forge(h, wire::Opcode::nack, a, [&](wire::FrameSpec& s) {
-        s.neth = {1, 0, 0, 0, 0x4321, 0x1234, una, 0};  // NACK with the wrong ids
+        s.neth = {.reason = 1, .src_conn_id = 0x4321, .dst_conn_id = 0x1234, .nack_psn = una};  // NACK with the wrong ids
     }));
     frames.push_back(forge(h, wire::Opcode::ack, a, [&](wire::FrameSpec& s) {
+        s.bth.psn = psn_add(nxt, 7);  // a NAK names its packet's PSN: this one was never sent
         s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::nak_remote_access), 0x7777};  // NAK for no message
     }));
     const auto before = drops(DropReason::forged_ack) + drops(DropReason::bad_conn_id);

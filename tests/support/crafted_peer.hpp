@@ -65,7 +65,7 @@ public:
         s.ip.set_ecn(2);
         s.bth.ts = true;
         s.meth = {0, msn};
-        s.tseth = {ts, true, 0};
+        s.tseth = {ts, false, wire::mrc::kFtypeTransmitTimestamp};
         s.reth = {va, rkey, msg_len};
         return s;
     }

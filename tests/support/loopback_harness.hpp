@@ -62,7 +62,7 @@ public:
             auto& d = *drivers[i];
             for (;;) {
                 const std::size_t n = d.rx_burst(rx, now);
-                for (std::size_t k = 0; k < n; ++k) e.on_rx(std::span(rx[k].data, rx[k].len), rx[k].plane, now);
+                e.on_rx_burst(std::span(rx).first(n), now);  // as the runtime does: one call per burst
                 if (n < rx.size()) break;
             }
             const std::size_t ne = d.poll_link_events(ev);
