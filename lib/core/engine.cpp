@@ -230,22 +230,10 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->rcv_bitmap.assign(qp->rcv_window / 64, 0);
         qp->rcv_cack = psn_add(a.rq_psn, -1);
         qp->window_pkts = qp->rcv_window;
-        qp->pkts.assign(qp->rcv_window, TxPkt{});
         qp->pkt_mask = qp->rcv_window - 1;
         assert(std::has_single_bit(qp->rcv_window) && qp->rcv_window >= 128 &&
                "receive window and transmit ring: a power of two ≥ 128 (bitmaps span two words)");
-        // Each EV's tracking ring holds twice its share of a full window, so
-        // with even spraying every packet in flight is tracked by its EV.
-        const std::uint32_t share = (qp->rcv_window + a.evs - 1) / a.evs;
-        const std::uint32_t depth = std::max(cfg_.ev_track_depth, 2 * share);
         prepare_specs(*qp);
-        // SRv6 mode: the EV picks the T1 of every path that crosses one, so
-        // paths are managed per (plane, T1); otherwise per EV.
-        const std::uint32_t t1s = cfg_.mode == wire::FrameMode::srv6 && qp->usid_template.crosses_t1()
-                                      ? cfg_.fabric.t1_per_plane
-                                      : 0;
-        qp->paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp->qpn, t1s, rng_);
-        qp->paths.set_probe_interval(cfg_.probe_interval_ns);
         qp->state = QpState::rtr;
         return {kOk};
     }
@@ -271,9 +259,29 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
     return {EINVAL};
 }
 
+void Engine::ensure_sender(Qp& qp) {
+    // The sender's state (transmit ring, EV set) is built at the first post:
+    // a QP that only receives (one side of every one-way flow) never pays
+    // for it — about 75 KB a QP at the default window and EV count.
+    if (!qp.pkts.empty()) return;
+    qp.pkts.assign(qp.rcv_window, TxPkt{});
+    // Each EV's tracking ring holds twice its share of a full window, so
+    // with even spraying every packet in flight is tracked by its EV.
+    const QpAttr& a = qp.attr;
+    const std::uint32_t share = (qp.rcv_window + a.evs - 1) / a.evs;
+    const std::uint32_t depth = std::max(cfg_.ev_track_depth, 2 * share);
+    // SRv6 mode: the EV picks the T1 of every path that crosses one, so
+    // paths are managed per (plane, T1); otherwise per EV.
+    const std::uint32_t t1s =
+        cfg_.mode == wire::FrameMode::srv6 && qp.usid_template.crosses_t1() ? cfg_.fabric.t1_per_plane : 0;
+    qp.paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp.qpn, t1s, rng_);
+    qp.paths.set_probe_interval(cfg_.probe_interval_ns);
+}
+
 SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
     Qp* qp = qp_by_num(c.qpn);
     if (qp == nullptr) return {EINVAL, 0, 0};
+    if (qp->state == QpState::rts && !c.wrs.empty()) ensure_sender(*qp);
     for (std::size_t i = 0; i < c.wrs.size(); ++i) {
         const SendRequest& wr = c.wrs[i];
         if (qp->state != QpState::rts && qp->state != QpState::err) return {EINVAL, 0, i};

@@ -101,6 +101,8 @@ private:
     SubmitResult modify_qp(const CmdModifyQp& c, TimeNs now);
     SubmitResult destroy_qp(const CmdDestroyQp& c);
     SubmitResult post_send(const CmdPostSend& c, TimeNs now);
+    /// Builds the sender's transmit ring and EV set on a QP's first post.
+    void ensure_sender(Qp& qp);
     SubmitResult post_recv(const CmdPostRecv& c);
     SubmitResult link_change(const CmdLinkChange& c, TimeNs now);
     Qp* qp_by_num(std::uint32_t qpn) noexcept;

@@ -531,7 +531,7 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     }
     // M: skip (or give up) the EV that carried the triggering packet. Only
     // an EV the triggering packet really took counts.
-    if (s.skip != wire::SackSkip::none) {
+    if (s.skip != wire::SackSkip::none && !qp.pkts.empty()) {
         bool ours = probe_answer;
         if (!probe_answer) {
             const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
@@ -600,7 +600,7 @@ TimeNs Engine::rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts
     // The echoed 16-bit timestamp wraps every 8.39 ms, so it only names which
     // transmission of the triggering packet the SACK answers; the round trip
     // is measured from that transmission's full send time.
-    if (ts_echo == 0) return 0;
+    if (ts_echo == 0 || qp.pkts.empty()) return 0;
     const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
     const std::int32_t age = psn_diff(qp.snd_nxt, trig);  // the record of trig is still in the ring
     if (age <= 0 || age > static_cast<std::int32_t>(qp.pkt_mask + 1)) return 0;
