@@ -22,10 +22,10 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "core/config.hpp"
 #include "drivers/dpdk/eal.hpp"
 #include "drivers/dpdk/tx_release.hpp"
-#include "omrc/dpdk.hpp"
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 
 namespace omrc::dpdk {
 
@@ -54,19 +54,6 @@ bool parse_u32(std::string_view s, std::uint32_t& out) {
     return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= text.size()) {
-        const std::size_t comma = text.find(',', start);
-        const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!item.empty()) out.push_back(item);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
-    return out;
-}
-
 /// Largest QP MTU (payload per packet, a multiple of 64) whose frames fit
 /// `max_frame` bytes: SRv6 data headers without SRH plus the tail.
 std::uint32_t max_payload(std::uint32_t max_frame) {
@@ -80,69 +67,6 @@ rte_iova_t iova_of(const void* va) {
 }
 
 }  // namespace
-
-int parse_options(const DeviceOptions& options, DpdkOptions& out) {
-    for (const auto& [key, value] : options.args) {
-        std::uint32_t v = 0;
-        if (key == "eal") {
-            out.eal = value;
-        } else if (key == "ports") {
-            out.ports = split_commas(value);
-        } else if (key == "vdevs") {
-            std::size_t start = 0;
-            while (start <= value.size()) {
-                const std::size_t semi = value.find(';', start);
-                std::string item = value.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
-                if (!item.empty()) out.vdevs.push_back(std::move(item));
-                if (semi == std::string::npos) break;
-                start = semi + 1;
-            }
-        } else if (key == "rx_desc" || key == "tx_desc") {
-            if (!parse_u32(value, v) || v < 64 || v > 16384) {
-                runtime::logger().error("dpdk: {}={} must be 64..16384", key, value);
-                return EINVAL;
-            }
-            (key == "rx_desc" ? out.rx_desc : out.tx_desc) = static_cast<std::uint16_t>(v);
-        } else if (key == "mbufs") {
-            if (!parse_u32(value, v) || v < 1024) {
-                runtime::logger().error("dpdk: mbufs={} must be ≥ 1024", value);
-                return EINVAL;
-            }
-            out.mbufs = v;
-        } else if (key == "zero_copy") {
-            if (value != "0" && value != "1") {
-                runtime::logger().error("dpdk: zero_copy={} must be 0 or 1", value);
-                return EINVAL;
-            }
-            out.zero_copy = value == "1";
-        } else if (key == "link_poll_us") {
-            if (!parse_u32(value, v) || v > 10'000'000) {
-                runtime::logger().error("dpdk: link_poll_us={} must be 0..10000000", value);
-                return EINVAL;
-            }
-            out.link_poll_ns = std::uint64_t{v} * 1000;
-        } else if (key == "icrc") {
-            if (value == "auto") out.icrc = IcrcChoice::automatic;
-            else if (value == "software") out.icrc = IcrcChoice::software;
-            else if (value == "none") out.icrc = IcrcChoice::none;
-            else {
-                runtime::logger().error("dpdk: icrc={} must be auto, software or none", value);
-                return EINVAL;
-            }
-        } else if (key == "backlog") {
-            if (!parse_u32(value, v) || v < 32 || v > 65536) {
-                runtime::logger().error("dpdk: backlog={} must be 32..65536", value);
-                return EINVAL;
-            }
-            out.backlog = v;
-        } else {
-            runtime::logger().error("dpdk: unknown option {} (eal, vdevs, ports, rx_desc, tx_desc, mbufs, zero_copy, backlog, link_poll_us, icrc)",
-                                    key);
-            return EINVAL;
-        }
-    }
-    return 0;
-}
 
 DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
     if (const int e = ensure_eal(eal_arguments(o.eal)); e != 0)
@@ -176,8 +100,8 @@ DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
     const bool all_shared = std::all_of(ports_.begin(), ports_.end(), [](const Port& p) { return p.shared_memory; });
     const bool icrc_off = o.icrc == IcrcChoice::none || (o.icrc == IcrcChoice::automatic && all_shared);
     icrc_ = icrc_off ? driver::IcrcHandling::not_needed : driver::IcrcHandling::software;
-    runtime::logger().info("dpdk: {} ports, zero copy {}, icrc {}", ports_.size(), o.zero_copy ? "on" : "off",
-                           driver::to_string(icrc_));
+    log::logger().info("dpdk: {} ports, zero copy {}, icrc {}", ports_.size(), o.zero_copy ? "on" : "off",
+                       driver::to_string(icrc_));
 }
 
 void DpdkDriver::open_port(const std::string& spec) {
@@ -267,7 +191,7 @@ void DpdkDriver::open_port(const std::string& spec) {
     if (std::strcmp(info.driver_name, "net_af_packet") == 0 && info.if_index != 0) port.if_index = info.if_index;
     port.shared_memory = std::strcmp(info.driver_name, "net_memif") == 0;
     port.up = link_state(port);
-    runtime::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, max frame {}, link {}, chains {}",
+    log::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, max frame {}, link {}, chains {}",
                            ports_.size() - 1, pid, port.name, info.driver_name, mtu, port.max_frame,
                            port.up ? "up" : "down", port.chains ? "yes" : "no");
 }
@@ -317,7 +241,7 @@ void DpdkDriver::poll_links(std::uint64_t now_ns) {
         ++ports_[i].c.link_changes;
         if (!up) drop_backlog(ports_[i]);
         link_events_.push_back({static_cast<std::uint8_t>(i), up});
-        runtime::logger().info("dpdk: port {} ({}) link {}", ports_[i].id, ports_[i].name, up ? "up" : "down");
+        log::logger().info("dpdk: port {} ({}) link {}", ports_[i].id, ports_[i].name, up ? "up" : "down");
     }
 }
 
@@ -488,7 +412,7 @@ std::size_t DpdkDriver::tx_burst(std::span<const wire::GatherFrame> frames, std:
             // The PMD would refuse it forever: it is lost here, counted, and
             // the QP's MTU must come down (see the warning).
             if (p.c.tx_oversize++ == 0)
-                runtime::logger().warn("dpdk: port {} ({}) takes frames of at most {} B; a {} B frame was dropped: "
+                log::logger().warn("dpdk: port {} ({}) takes frames of at most {} B; a {} B frame was dropped: "
                                        "use a QP MTU of at most {} B", p.id, p.name, p.max_frame, g.size(),
                                        max_payload(p.max_frame));
             (void)release_->begin_frame();
@@ -583,31 +507,6 @@ void DpdkDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& ou
     }
     out.emplace_back("tx_released", release_->released());
     out.emplace_back("tx_accepted", release_->accepted());
-}
-
-int make_dpdk_driver(const DeviceOptions& options, runtime::AttachedDriver& out) {
-    DpdkOptions o;
-    if (const int e = parse_options(options, o); e != 0) return e;
-    std::unique_ptr<DpdkDriver> drv;
-    try {
-        drv = std::make_unique<DpdkDriver>(o);
-    } catch (const std::exception& e) {
-        runtime::logger().error("dpdk: {}", e.what());
-        return ENODEV;
-    }
-    const auto& ports = drv->ports();
-    for (std::size_t i = 0; i < ports.size(); ++i) std::copy(ports[i].mac.begin(), ports[i].mac.end(), out.macs[i].begin());
-    // fd6d:7263:0:d9d::<MAC of plane 0>: a unique-local default address.
-    out.default_addr = {0xfd, 0x6d, 0x72, 0x63, 0x00, 0x00, 0x0d, 0x9d};
-    std::copy(ports[0].mac.begin(), ports[0].mac.end(), out.default_addr.begin() + 10);
-    out.driver = std::move(drv);
-    return 0;
-}
-
-int register_driver() {
-    static std::once_flag once;
-    std::call_once(once, [] { (void)runtime::register_driver("dpdk", &make_dpdk_driver); });
-    return 0;
 }
 
 }  // namespace omrc::dpdk

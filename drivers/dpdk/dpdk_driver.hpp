@@ -29,7 +29,6 @@
 
 #include "driver/driver.hpp"
 #include "drivers/dpdk/tx_release.hpp"
-#include "runtime/driver_registry.hpp"
 
 struct rte_mempool;
 struct rte_mbuf;
@@ -57,9 +56,6 @@ struct DpdkOptions {
     std::uint64_t link_poll_ns = 1'000'000;  ///< link state poll period (0: every driver call)
     IcrcChoice icrc = IcrcChoice::automatic;
 };
-
-/// Parses DeviceOptions::args. Returns 0 or EINVAL (logged).
-int parse_options(const DeviceOptions& options, DpdkOptions& out);
 
 /// Per-port counters (all frames, by reason for drops).
 struct PortCounters {
@@ -148,8 +144,5 @@ private:
     std::size_t backlogged_ = 0;         ///< frames in all backlogs
     driver::IcrcHandling icrc_ = driver::IcrcHandling::software;  ///< decided once the ports are open
 };
-
-/// The registry factory for "dpdk".
-int make_dpdk_driver(const DeviceOptions& options, runtime::AttachedDriver& out);
 
 }  // namespace omrc::dpdk

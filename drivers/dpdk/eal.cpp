@@ -15,7 +15,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 
 namespace omrc::dpdk {
 
@@ -103,11 +103,11 @@ int ensure_eal(const std::vector<std::string>& args) {
     if (rc < 0 && err != EALREADY) {
         std::string joined;
         for (const std::string& a : args) joined += a + " ";
-        runtime::logger().error("dpdk: rte_eal_init({}) failed: {}", joined, rte_strerror(err));
+        log::logger().error("dpdk: rte_eal_init({}) failed: {}", joined, rte_strerror(err));
         return err != 0 ? err : EINVAL;
     }
     if (rc < 0) {
-        runtime::logger().info("dpdk: the EAL was initialised by the application; attaching to it");
+        log::logger().info("dpdk: the EAL was initialised by the application; attaching to it");
     } else if (std::any_of(args.begin(), args.end(), [](const std::string& a) {
                    return a.rfind(own_prefix_stem(), 0) == 0;
                })) {

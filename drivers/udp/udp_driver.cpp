@@ -19,7 +19,7 @@
 #include <random>
 
 #include "drivers/udp/udp.hpp"
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 
 // Linux IPv6 options glibc does not declare (linux/in6.h values, stable ABI).
 #ifndef IPV6_FLOWINFO
@@ -160,7 +160,7 @@ struct UdpDriver::Impl {
                     io_uring_cqe_seen(&ring, cqe);
                 }
             }
-            if (inflight > 0) runtime::logger().error("udp: {} requests still in flight at close", inflight);
+            if (inflight > 0) log::logger().error("udp: {} requests still in flight at close", inflight);
             io_uring_queue_exit(&ring);
         }
         for (Socket& s : sockets)
@@ -190,7 +190,7 @@ struct UdpDriver::Impl {
         ++c.submits;
         const int rc = io_uring_submit(&ring);
         if (rc < 0 && rc != -EAGAIN && rc != -EBUSY && rc != -EINTR)
-            runtime::logger().error("udp: io_uring_submit: {}", std::strerror(-rc));
+            log::logger().error("udp: io_uring_submit: {}", std::strerror(-rc));
     }
     bool arm_rx(std::uint32_t i) {
         io_uring_sqe* s = sqe();
@@ -225,14 +225,14 @@ struct UdpDriver::Impl {
         if (raw) return;  // raw mode: the interface flags decide (poll_iface_flags)
         if (!planes[p].oper_up) return;
         planes[p].oper_up = false;
-        runtime::logger().warn("udp: plane {} down: {}", p, std::strerror(err));
+        log::logger().warn("udp: plane {} down: {}", p, std::strerror(err));
     }
     void plane_up(std::uint32_t p) {
         if (planes[p].oper_up) return;
         planes[p].oper_up = true;
         for (std::uint32_t i : planes[p].parked) rearm.push_back(i);
         planes[p].parked.clear();
-        runtime::logger().info("udp: plane {} up", p);
+        log::logger().info("udp: plane {} up", p);
     }
     [[nodiscard]] bool up(std::uint32_t p) const {
         return planes[p].oper_up && admin_up[p].load(std::memory_order_relaxed);
@@ -380,9 +380,9 @@ int UdpDriver::Impl::open_raw_sockets(std::string& error) {
             return e;
         }
         pl.oper_up = pl.reported_up = read_iface_up(p);
-        if (!pl.oper_up) runtime::logger().warn("udp: plane {} ({}) is down at open", p, pl.iface);
+        if (!pl.oper_up) log::logger().warn("udp: plane {} ({}) is down at open", p, pl.iface);
     }
-    if (!ignore_outgoing) runtime::logger().info("udp: no PACKET_IGNORE_OUTGOING; own sends are dropped by type");
+    if (!ignore_outgoing) log::logger().info("udp: no PACKET_IGNORE_OUTGOING; own sends are dropped by type");
     return 0;
 }
 
@@ -410,7 +410,7 @@ void UdpDriver::Impl::poll_iface_flags(std::uint64_t now_ns) {
             c.rx_socket_overflow += st.tp_drops;
         if (now_up != pl.oper_up) {
             pl.oper_up = now_up;
-            runtime::logger().info("udp: plane {} ({}) {}", p, pl.iface, now_up ? "up" : "down");
+            log::logger().info("udp: plane {} ({}) {}", p, pl.iface, now_up ? "up" : "down");
         }
         // Receives parked after a socket error (ENETDOWN when the interface
         // went down) are posted again while the interface is up.

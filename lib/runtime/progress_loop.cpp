@@ -5,7 +5,7 @@
 #include <array>
 #include <cstring>
 
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 
 namespace omrc::runtime {
 
@@ -39,7 +39,7 @@ std::size_t ProgressLoop::poll_links(core::TimeNs now) {
     for (;;) {
         const std::size_t n = drv_.poll_link_events(events);
         for (std::size_t i = 0; i < n; ++i) {
-            logger().info("plane {} link {}", events[i].plane, events[i].up ? "up" : "down");
+            log::logger().info("plane {} link {}", events[i].plane, events[i].up ? "up" : "down");
             (void)engine_.submit(core::CmdLinkChange{events[i].plane, events[i].up}, now);
         }
         total += n;

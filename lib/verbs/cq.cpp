@@ -2,7 +2,7 @@
 // Cq: completions routed from the engine by QPN, polled by the application.
 #include <algorithm>
 
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 #include "verbs/device_core.hpp"
 
 namespace omrc {
@@ -58,7 +58,7 @@ void detail::DeviceCore::on_completion(const core::Completion& c) {
     wc.wc_flags = c.has_imm ? WcFlags::with_imm : 0;
     if (cq.entries_.size() >= static_cast<std::size_t>(cq.cqe_)) {
         if (cq.overruns_++ == 0)
-            runtime::logger().warn("CQ overrun: {} completions waiting in a CQ of {}; it grows, "
+            log::logger().warn("CQ overrun: {} completions waiting in a CQ of {}; it grows, "
                                    "but the consumer polls too rarely", cq.entries_.size(), cq.cqe_);
     }
     cq.entries_.push_back(wc);

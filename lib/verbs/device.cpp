@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "log/log.hpp"
 #include "routing/fabric.hpp"
 #include "runtime/capture_driver.hpp"
 #include "runtime/clock.hpp"
-#include "runtime/log.hpp"
 #include "runtime/stats_json.hpp"
 #include "verbs/device_core.hpp"
 
@@ -21,9 +21,9 @@ namespace omrc {
 namespace detail {
 
 void abort_live_children(const char* object, std::uint32_t children) {
-    runtime::logger().critical("{} destroyed while {} of its objects are alive (children must be destroyed first)",
+    log::logger().critical("{} destroyed while {} of its objects are alive (children must be destroyed first)",
                                object, children);
-    runtime::logger().flush();
+    log::logger().flush();
     std::abort();
 }
 
@@ -46,7 +46,7 @@ int validate(const DeviceOptions& o) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
                                     o.fabric.t1_per_plane, o.fabric.hosts_per_t0};
         if (!f.validate().empty()) {
-            runtime::logger().error("srv6 fabric layout: {}", f.validate());
+            log::logger().error("srv6 fabric layout: {}", f.validate());
             return EINVAL;
         }
         if (o.local_host >= f.hosts()) return EINVAL;
@@ -85,12 +85,16 @@ std::uint64_t entropy_u64() {
 
 }  // namespace
 
-std::vector<std::string> Device::drivers() { return runtime::driver_names(); }
+std::vector<std::string> Device::drivers() {
+    driver::register_builtin_drivers();
+    return driver::driver_names();
+}
 
 std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOptions& options, int* err) {
-    const runtime::DriverFactory factory = runtime::find_driver(driver);
+    driver::register_builtin_drivers();
+    const driver::DriverFactory factory = driver::find_driver(driver);
     if (factory == nullptr) {
-        runtime::logger().error("no driver named '{}'", driver);
+        log::logger().error("no driver named '{}'", driver);
         set_err(err, ENODEV);
         return nullptr;
     }
@@ -104,7 +108,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     DeviceOptions driver_options = options;
     if (auto it = driver_options.args.find("next_hop_macs"); it != driver_options.args.end()) {
         if (!parse_next_hop_macs(it->second, next_hop_macs, next_hop_mask)) {
-            runtime::logger().error("next_hop_macs={}: expected comma-separated aa:bb:cc:dd:ee:ff, one per plane",
+            log::logger().error("next_hop_macs={}: expected comma-separated aa:bb:cc:dd:ee:ff, one per plane",
                                     it->second);
             set_err(err, EINVAL);
             return nullptr;
@@ -116,12 +120,12 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         pcap_path = it->second;
         driver_options.args.erase(it);
         if (pcap_path.empty()) {
-            runtime::logger().error("pcap=: give the file to write");
+            log::logger().error("pcap=: give the file to write");
             set_err(err, EINVAL);
             return nullptr;
         }
     }
-    runtime::AttachedDriver attached;
+    driver::AttachedDriver attached;
     if (const int e = factory(driver_options, attached); e != 0) {
         set_err(err, e);
         return nullptr;
@@ -132,17 +136,17 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         std::string why;
         auto capture = runtime::CaptureDriver::open(std::move(attached.driver), pcap_path, e, why);
         if (capture == nullptr) {
-            runtime::logger().error("pcap={}: {}", pcap_path, why);
+            log::logger().error("pcap={}: {}", pcap_path, why);
             set_err(err, e);
             return nullptr;
         }
         attached.driver = std::move(capture);
-        runtime::logger().info("capturing to {}", pcap_path);
+        log::logger().info("capturing to {}", pcap_path);
     }
     const std::uint32_t driver_planes = std::min(attached.driver->planes(), kMaxPlanes);
     const std::uint32_t planes = options.planes != 0 ? options.planes : driver_planes;
     if (planes == 0 || planes > driver_planes) {
-        runtime::logger().error("{} planes requested, driver '{}' has {}", planes, driver, driver_planes);
+        log::logger().error("{} planes requested, driver '{}' has {}", planes, driver, driver_planes);
         set_err(err, EINVAL);
         return nullptr;
     }
@@ -195,7 +199,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     for (std::uint32_t p = 0; p < planes; ++p)
         if (!core->attached.driver->link_up(p)) (void)core->engine->submit(core::CmdLinkChange{p, false}, now);
 
-    runtime::logger().info("device open: driver={} planes={} mode={} seed={} icrc={}{}", driver, planes,
+    log::logger().info("device open: driver={} planes={} mode={} seed={} icrc={}{}", driver, planes,
                            options.frame_mode == FrameMode::srv6 ? "srv6" : "plain",
                            options.seed != 0 ? "fixed" : "random", ec.compute_icrc ? "compute" : "off",
                            ec.verify_icrc ? "+verify" : "");

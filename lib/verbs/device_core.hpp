@@ -17,7 +17,7 @@
 
 #include "core/engine.hpp"
 #include "omrc/verbs.hpp"
-#include "runtime/driver_registry.hpp"
+#include "driver/registry.hpp"
 #include "runtime/progress_loop.hpp"
 #include "verbs/mr_table.hpp"
 
@@ -27,7 +27,7 @@ struct DeviceCore final : runtime::CompletionSink {
     // Declaration order is destruction order reversed: the loop goes first,
     // then the engine (which points at the MR table), then the driver and
     // whatever keeps it alive.
-    runtime::AttachedDriver attached;
+    driver::AttachedDriver attached;
     std::string driver_name;
     std::function<std::uint64_t()> clock;
     DeviceAddress address{};
@@ -50,7 +50,7 @@ struct DeviceCore final : runtime::CompletionSink {
     std::vector<core::SendRequest> send_scratch;
     std::vector<core::RecvRequest> recv_scratch;
 
-    DeviceCore(runtime::AttachedDriver drv, std::string name, std::function<std::uint64_t()> clk,
+    DeviceCore(driver::AttachedDriver drv, std::string name, std::function<std::uint64_t()> clk,
                verbs::KeyGenerator keys)
         : attached(std::move(drv)), driver_name(std::move(name)), clock(std::move(clk)), mrs(keys) {}
 

@@ -2,7 +2,7 @@
 // Pd and Mr: protection domains and memory registration.
 #include <cerrno>
 
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 #include "verbs/device_core.hpp"
 
 namespace omrc {
@@ -64,7 +64,7 @@ int Mr::deregister() {
     driver::Driver& drv = *core_->attached.driver;
     for (int pass = 0; drv.tx_release_count() < core_->loop->tx_accepted(); ++pass) {
         if (pass == kReleaseWaitPasses) {
-            runtime::logger().error("MR deregistration: driver '{}' still holds {} transmitted frames",
+            log::logger().error("MR deregistration: driver '{}' still holds {} transmitted frames",
                                     core_->driver_name, core_->loop->tx_accepted() - drv.tx_release_count());
             break;
         }

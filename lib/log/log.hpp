@@ -8,9 +8,9 @@
 
 #include <spdlog/logger.h>
 
-namespace omrc::runtime {
+namespace omrc::log {
 
 /// Thread-safe (spdlog's _mt sink); the same logger for the whole process.
 spdlog::logger& logger();
 
-}  // namespace omrc::runtime
+}  // namespace omrc::log

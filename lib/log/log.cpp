@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "runtime/log.hpp"
+#include "log/log.hpp"
 
 #include <cstdlib>
 #include <string_view>
@@ -7,7 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-namespace omrc::runtime {
+namespace omrc::log {
 
 namespace {
 
@@ -41,4 +41,4 @@ spdlog::logger& logger() {
     return *log;
 }
 
-}  // namespace omrc::runtime
+}  // namespace omrc::log

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Runtime driver registry: driver name → factory. Device::open() looks the
-// name up here, so every driver lives in one binary and is chosen at run
-// time. Built-in drivers (loopback, udp) are present from the start; a driver
-// library adds itself with register_driver() before the first open().
+// The driver registry: driver name → factory. Device::open() looks the name
+// up here, so every driver lives in one binary and is chosen at run time.
+//
+// A driver registers itself from its own directory (drivers/<name>/), the
+// way DPDK PMDs and rdma-core providers do: it defines a factory and a
+// register_driver() that adds it under its name. Nothing in lib/ names a
+// driver. The drivers built into libomrc are composed in one file,
+// drivers/builtin.cpp, which defines register_builtin_drivers(); a driver in
+// a library of its own (drivers/dpdk, libomrc_dpdk) is registered by the
+// application before its first open().
 #pragma once
 
 #include <cstdint>
@@ -16,7 +22,7 @@
 #include "omrc/verbs.hpp"
 #include "wire/ipv6.hpp"
 
-namespace omrc::runtime {
+namespace omrc::driver {
 
 /// What a factory hands back: the driver of one endpoint and how that
 /// endpoint is addressed.
@@ -24,7 +30,7 @@ struct AttachedDriver {
     /// Whatever the driver needs kept alive (e.g. a private loopback fabric).
     /// Declared first: destroyed after `driver`.
     std::shared_ptr<void> keepalive;
-    std::unique_ptr<driver::Driver> driver;
+    std::unique_ptr<Driver> driver;
     core::PlaneMacs macs{};          ///< our MAC on each plane
     wire::Ipv6Addr default_addr{};   ///< used when DeviceOptions::local_addr is all zero
 };
@@ -40,9 +46,9 @@ int register_driver(std::string name, DriverFactory factory);
 /// Registered names, sorted. Thread-safe.
 [[nodiscard]] std::vector<std::string> driver_names();
 
-/// Built-in: the in-process loopback driver (driver_loopback.cpp).
-int make_loopback_driver(const DeviceOptions& options, AttachedDriver& out);
-/// Built-in: kernel UDP sockets driven by io_uring (driver_udp.cpp).
-int make_udp_driver(const DeviceOptions& options, AttachedDriver& out);
+/// Registers the drivers built into libomrc (loopback, udp). Idempotent and
+/// thread-safe. Defined by drivers/builtin.cpp, not by this library: the
+/// runtime, which sits above the drivers, calls it before it looks a name up.
+void register_builtin_drivers();
 
-}  // namespace omrc::runtime
+}  // namespace omrc::driver

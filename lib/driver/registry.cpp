@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
-#include "runtime/driver_registry.hpp"
+#include "driver/registry.hpp"
 
 #include <cerrno>
 #include <map>
 #include <mutex>
 
-namespace omrc::runtime {
+namespace omrc::driver {
 
 namespace {
 
 struct Registry {
     std::mutex mutex;
-    std::map<std::string, DriverFactory, std::less<>> factories{{"loopback", &make_loopback_driver},
-                                                                {"udp", &make_udp_driver}};
+    std::map<std::string, DriverFactory, std::less<>> factories;  // guarded by mutex
 };
 
 Registry& registry() {
@@ -44,4 +43,4 @@ std::vector<std::string> driver_names() {
     return names;
 }
 
-}  // namespace omrc::runtime
+}  // namespace omrc::driver
