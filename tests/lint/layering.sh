@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The layers of docs/ARCHITECTURE.md ("Layers"), checked on the includes:
+# each directory includes only itself and what lies below it. In particular
+# nothing in lib/ includes drivers/, and a driver includes no other driver.
+set -euo pipefail
+root=${1:-$(dirname "$0")/../..}
+cd "$root"
+# directory → the include roots it may use ("drivers/NAME" stands for its own directory)
+declare -A allowed=(
+  [lib/wire]="wire"
+  [lib/routing]="routing wire"
+  [lib/core]="core routing wire"
+  [lib/log]="log"
+  [lib/driver]="driver core routing wire log omrc"
+  [drivers/loopback]="drivers/NAME driver core routing wire log omrc"
+  [drivers/udp]="drivers/NAME driver core routing wire log omrc"
+  [drivers/dpdk]="drivers/NAME driver core routing wire log omrc"
+  [drivers/sim]="drivers/NAME core routing wire"
+  [lib/runtime]="runtime driver core routing wire log omrc"
+  [lib/verbs]="verbs runtime driver core routing wire log omrc"
+)
+bad=0
+checked=0
+for dir in "${!allowed[@]}"; do
+  [[ -d $dir ]] || continue
+  name=${dir#drivers/}
+  roots=" ${allowed[$dir]//drivers\/NAME/drivers\/$name} "
+  while IFS=: read -r file line text; do
+    inc=$(sed -E 's/.*#include *"([^"]*)".*/\1/' <<<"$text")
+    [[ $inc == */* ]] || continue  # a file next to this one
+    top=${inc%%/*}
+    [[ $top == drivers ]] && top=$(cut -d/ -f1-2 <<<"$inc")
+    if [[ $roots != *" $top "* ]]; then
+      echo "$file:$line: $dir may not include $inc (allowed: ${roots# })"
+      bad=1
+    fi
+  done < <(grep -rnE '^#include *"' "$dir" --include='*.hpp' --include='*.cpp' || true)
+  checked=$((checked + 1))
+done
+# The composition of the built-in drivers names each driver's registration, nothing else.
+while IFS=: read -r line text; do
+  inc=$(sed -E 's/.*#include *"([^"]*)".*/\1/' <<<"$text")
+  if [[ $inc != driver/registry.hpp && ! $inc =~ ^drivers/[a-z0-9_]+/factory\.hpp$ ]]; then
+    echo "drivers/builtin.cpp:$line: includes $inc (only driver/registry.hpp and drivers/*/factory.hpp)"
+    bad=1
+  fi
+done < <(grep -nE '^#include *"' drivers/builtin.cpp || true)
+if ((bad)); then
+  echo "layering violation: see the lines above (docs/ARCHITECTURE.md, \"Layers\")" >&2
+  exit 1
+fi
+echo "layering check: $checked directories clean"
