@@ -9,12 +9,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
+#include <fmt/format.h>
 #include <mutex>
 #include <map>
 #include <set>
-#include <stdexcept>
 
 #include <rte_dev.h>
 #include <rte_errno.h>
@@ -23,6 +22,7 @@
 #include <rte_mempool.h>
 
 #include "core/config.hpp"
+#include "driver/args.hpp"
 #include "drivers/dpdk/eal.hpp"
 #include "drivers/dpdk/tx_release.hpp"
 #include "log/log.hpp"
@@ -49,9 +49,10 @@ std::set<std::uint16_t> ports_in_use;  // guarded by ports_mutex: one Device per
 /// reused by every device that opens the port.
 std::map<std::uint16_t, PortPools> port_pools;
 
-bool parse_u32(std::string_view s, std::uint32_t& out) {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+/// A DPDK call on a port failed with -errno `e`: the message, and the errno.
+int port_error(const std::string& spec, const char* what, int e, std::string& error) {
+    error = fmt::format("port {}: {}: {}", spec, what, rte_strerror(-e));
+    return -e;
 }
 
 /// Largest QP MTU (payload per packet, a multiple of 64) whose frames fit
@@ -68,56 +69,71 @@ rte_iova_t iova_of(const void* va) {
 
 }  // namespace
 
-DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {
-    if (const int e = ensure_eal(eal_arguments(o.eal)); e != 0)
-        throw std::runtime_error(std::string("EAL initialisation failed: ") + rte_strerror(e));
+DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {}
 
+int DpdkDriver::open(const DpdkOptions& o, std::unique_ptr<DpdkDriver>& out, std::string& error) {
+    if (const int e = ensure_eal(eal_arguments(o.eal)); e != 0) {
+        error = fmt::format("EAL initialisation failed: {}", rte_strerror(e));
+        return e;
+    }
     // Virtual devices of this device, added to a running EAL (hotplug) when
     // the EAL arguments did not create them.
     for (const std::string& v : o.vdevs) {
         const std::string name = v.substr(0, v.find(','));
         std::uint16_t existing = 0;
         if (rte_eth_dev_get_port_by_name(name.c_str(), &existing) == 0) continue;
-        if (const int e = rte_dev_probe(v.c_str()); e != 0)
-            throw std::runtime_error("vdev " + v + ": " + rte_strerror(-e));
+        if (const int e = rte_dev_probe(v.c_str()); e != 0) {
+            error = fmt::format("vdev {}: {}", v, rte_strerror(-e));
+            return -e;
+        }
     }
     std::vector<std::string> specs = o.ports;
     if (specs.empty()) {
         std::uint16_t pid = 0;
         RTE_ETH_FOREACH_DEV(pid) specs.push_back(std::to_string(pid));
     }
-    if (specs.empty()) throw std::runtime_error("no DPDK ports (give --vdev or PCI devices in the EAL arguments)");
-    if (specs.size() > core::kMaxPlanes) throw std::runtime_error("more ports than planes (15)");
-
-    const std::uint32_t n_ports = static_cast<std::uint32_t>(specs.size());
-    release_ = std::make_unique<TxReleaseRing>(n_ports * (o.tx_desc + o.backlog) + 1024);
-    try {
-        for (const std::string& s : specs) open_port(s);
-    } catch (...) {
-        close();
-        throw;
+    if (specs.empty()) {
+        error = "no DPDK ports (give --vdev or PCI devices in the EAL arguments)";
+        return ENODEV;
     }
-    const bool all_shared = std::all_of(ports_.begin(), ports_.end(), [](const Port& p) { return p.shared_memory; });
+    if (specs.size() > core::kMaxPlanes) {
+        error = fmt::format("{} ports for at most {} planes", specs.size(), core::kMaxPlanes);
+        return EINVAL;
+    }
+    std::unique_ptr<DpdkDriver> d(new DpdkDriver(o));
+    const auto n_ports = static_cast<std::uint32_t>(specs.size());
+    d->release_ = std::make_unique<TxReleaseRing>(n_ports * (o.tx_desc + o.backlog) + 1024);
+    for (const std::string& spec : specs)
+        if (const int e = d->open_port(spec, error); e != 0) return e;  // d's destructor releases the ports taken
+    const bool all_shared = std::all_of(d->ports_.begin(), d->ports_.end(), [](const Port& p) { return p.shared_memory; });
     const bool icrc_off = o.icrc == IcrcChoice::none || (o.icrc == IcrcChoice::automatic && all_shared);
-    icrc_ = icrc_off ? driver::IcrcHandling::not_needed : driver::IcrcHandling::software;
-    log::logger().info("dpdk: {} ports, zero copy {}, icrc {}", ports_.size(), o.zero_copy ? "on" : "off",
-                       driver::to_string(icrc_));
+    d->icrc_ = icrc_off ? driver::IcrcHandling::not_needed : driver::IcrcHandling::software;
+    log::logger().info("dpdk: {} ports, zero copy {}, icrc {}", d->ports_.size(), o.zero_copy ? "on" : "off",
+                       driver::to_string(d->icrc_));
+    out = std::move(d);
+    return 0;
 }
 
-void DpdkDriver::open_port(const std::string& spec) {
+int DpdkDriver::open_port(const std::string& spec, std::string& error) {
     std::uint16_t pid = 0;
-    std::uint32_t num = 0;
-    if (parse_u32(spec, num)) {
-        if (num >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(static_cast<std::uint16_t>(num)))
-            throw std::runtime_error("port " + spec + " does not exist");
+    std::uint64_t num = 0;
+    if (driver::parse_uint(spec, num)) {
+        if (num >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(static_cast<std::uint16_t>(num))) {
+            error = fmt::format("port {} does not exist", spec);
+            return ENODEV;
+        }
         pid = static_cast<std::uint16_t>(num);
     } else if (rte_eth_dev_get_port_by_name(spec.c_str(), &pid) != 0) {
-        throw std::runtime_error("no port named " + spec);
+        error = fmt::format("no port named {}", spec);
+        return ENODEV;
     }
     const PortPools* pools = nullptr;
     {
         std::lock_guard lock(ports_mutex);
-        if (ports_in_use.count(pid)) throw std::runtime_error("port " + spec + " is used by another device");
+        if (ports_in_use.count(pid)) {
+            error = fmt::format("port {} is used by another device", spec);
+            return EBUSY;
+        }
         auto it = port_pools.find(pid);
         if (it == port_pools.end()) {
             // RX ring + copied TX in flight (ring, backlog) + a held burst and
@@ -137,7 +153,8 @@ void DpdkDriver::open_port(const std::string& spec) {
                 rte_mempool_free(pp.frames);
                 rte_mempool_free(pp.ext);
                 rte_mempool_free(pp.small);
-                throw std::runtime_error("port " + spec + ": mbuf pools: " + why + " (more EAL memory: -m)");
+                error = fmt::format("port {}: mbuf pools: {} (more EAL memory: -m)", spec, why);
+                return ENOMEM;
             }
             it = port_pools.emplace(pid, pp).first;
         }
@@ -154,26 +171,23 @@ void DpdkDriver::open_port(const std::string& spec) {
     Port& port = ports_.back();
 
     rte_eth_dev_info info{};
-    if (const int e = rte_eth_dev_info_get(pid, &info); e != 0)
-        throw std::runtime_error("port " + spec + ": dev_info: " + rte_strerror(-e));
+    if (const int e = rte_eth_dev_info_get(pid, &info); e != 0) return port_error(spec, "dev_info", e, error);
     rte_eth_conf conf{};
     port.chains = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
     if (port.chains) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-    if (const int e = rte_eth_dev_configure(pid, 1, 1, &conf); e != 0)
-        throw std::runtime_error("port " + spec + ": configure: " + rte_strerror(-e));
+    if (const int e = rte_eth_dev_configure(pid, 1, 1, &conf); e != 0) return port_error(spec, "configure", e, error);
     std::uint16_t rxd = opt_.rx_desc, txd = opt_.tx_desc;
     (void)rte_eth_dev_adjust_nb_rx_tx_desc(pid, &rxd, &txd);
     const int socket = rte_eth_dev_socket_id(pid);
     const unsigned sock = socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
     if (const int e = rte_eth_rx_queue_setup(pid, 0, rxd, sock, nullptr, pools->frames); e != 0)
-        throw std::runtime_error("port " + spec + ": rx queue: " + rte_strerror(-e));
+        return port_error(spec, "rx queue", e, error);
     if (const int e = rte_eth_tx_queue_setup(pid, 0, txd, sock, nullptr); e != 0)
-        throw std::runtime_error("port " + spec + ": tx queue: " + rte_strerror(-e));
+        return port_error(spec, "tx queue", e, error);
     // Room for 4 KiB payload frames where the PMD lets us set it; a PMD that
     // can't keeps its own limit (the QP MTU must then fit it).
     if (info.max_rx_pktlen >= kFrameRoom + RTE_ETHER_CRC_LEN) (void)rte_eth_dev_set_mtu(pid, kFrameRoom - kEthHeader);
-    if (const int e = rte_eth_dev_start(pid); e != 0)
-        throw std::runtime_error("port " + spec + ": start: " + rte_strerror(-e));
+    if (const int e = rte_eth_dev_start(pid); e != 0) return port_error(spec, "start", e, error);
     rte_ether_addr mac{};
     (void)rte_eth_macaddr_get(pid, &mac);
     std::memcpy(port.mac.data(), mac.addr_bytes, 6);
@@ -194,6 +208,7 @@ void DpdkDriver::open_port(const std::string& spec) {
     log::logger().info("dpdk: plane {} = port {} ({}, {}), mtu {}, max frame {}, link {}, chains {}",
                            ports_.size() - 1, pid, port.name, info.driver_name, mtu, port.max_frame,
                            port.up ? "up" : "down", port.chains ? "yes" : "no");
+    return 0;
 }
 
 DpdkDriver::~DpdkDriver() { close(); }

@@ -102,9 +102,12 @@ struct Port {
 
 class DpdkDriver final : public driver::Driver {
 public:
-    /// Opens (configures and starts) the ports; throws std::runtime_error
-    /// with the reason on failure (the factory turns it into an errno).
-    explicit DpdkDriver(const DpdkOptions& o);
+    /// Initialises the EAL if need be, adds the vdevs and opens (configures
+    /// and starts) the ports. Returns 0, or an errno with `error` saying what
+    /// failed: EBUSY (a port another device holds), ENODEV (no such port, no
+    /// ports at all), EINVAL (more ports than planes), ENOMEM (mbuf pools),
+    /// or the errno of the EAL or ethdev call that failed.
+    static int open(const DpdkOptions& o, std::unique_ptr<DpdkDriver>& out, std::string& error);
     ~DpdkDriver() override;
 
     [[nodiscard]] std::string name() const override { return "dpdk"; }
@@ -122,7 +125,8 @@ public:
     [[nodiscard]] const std::vector<Port>& ports() const noexcept { return ports_; }
 
 private:
-    void open_port(const std::string& spec);
+    explicit DpdkDriver(const DpdkOptions& o);
+    int open_port(const std::string& spec, std::string& error);
     /// Stops the ports and frees everything; safe to call twice.
     void close();
     void poll_links(std::uint64_t now_ns);

@@ -1,24 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// DeviceOptions::args of the udp driver.
+// DeviceOptions::args of the udp driver: one table of keys for both frame
+// modes, read with driver::ArgReader.
 #include <arpa/inet.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 #include <string>
 #include <string_view>
 
+#include "driver/args.hpp"
 #include "drivers/udp/udp.hpp"
 
 namespace omrc::udp {
 
 namespace {
-
-bool parse_u64(std::string_view s, std::uint64_t& out) {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
-}
 
 bool parse_ipv6(std::string_view s, wire::Ipv6Addr& out) {
     if (s.empty() || s.size() >= INET6_ADDRSTRLEN) return false;
@@ -27,81 +23,31 @@ bool parse_ipv6(std::string_view s, wire::Ipv6Addr& out) {
     return inet_pton(AF_INET6, buf, out.data()) == 1;
 }
 
-}  // namespace
+// The frame modes, as ArgKey::modes bits.
+constexpr std::uint32_t kPlain = 1u << 0;  ///< UDP datagrams over kernel sockets
+constexpr std::uint32_t kSrv6 = 1u << 1;   ///< whole Ethernet frames over AF_PACKET sockets
+constexpr std::uint32_t kBoth = kPlain | kSrv6;
 
-bool parse_endpoint(std::string_view s, PlaneEndpoint& out) {
-    PlaneEndpoint e;
-    if (!s.empty() && s.front() == '[') {
-        const std::size_t close = s.find(']');
-        if (close == std::string_view::npos || !parse_ipv6(s.substr(1, close - 1), e.addr)) return false;
-        const std::string_view rest = s.substr(close + 1);
-        if (!rest.empty()) {
-            std::uint64_t port = 0;
-            if (rest.front() != ':' || !parse_u64(rest.substr(1), port) || port > 65535) return false;
-            e.base_port = static_cast<std::uint16_t>(port);
-        }
-    } else if (!parse_ipv6(s, e.addr)) {
-        return false;
-    }
-    out = e;
-    return true;
-}
+constexpr driver::ArgKey kKeys[] = {
+    {"local", kBoth},         {"planes", kPlain},         {"ifaces", kSrv6},
+    {"rx_depth", kBoth},      {"tx_slots", kBoth},        {"ring_entries", kBoth},
+    {"sock_buf_bytes", kBoth}, {"link_probe_ms", kPlain}, {"link_poll_us", kSrv6},
+};
 
-namespace {
+constexpr wire::Ipv6Addr kUnspecified{};
 
-/// Raw (SRv6) mode: ifaces=IF[,IF...], local=[ipv6] (address only).
-int parse_raw_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
-                   UdpConfig& out, std::string& error) {
-    UdpConfig c;
-    c.rx_depth = 32;  // one socket per plane: more receives posted on it
+/// srv6 mode: ifaces=IF[,IF...] (one per plane), local=[ipv6] (the address only).
+int finish_srv6(driver::ArgReader& args, std::uint32_t device_planes, UdpConfig& c, std::string& error) {
+    args.list("ifaces", c.ifaces, ',', driver::Empty::keep);
     PlaneEndpoint local;
-    bool have_local = false;
-    for (const auto& [key, value] : args) {
-        if (key == "ifaces") {
-            std::string_view rest = value;
-            while (true) {
-                const std::size_t comma = rest.find(',');
-                const std::string_view name = rest.substr(0, comma);
-                if (name.empty() || name.size() >= 16 || name.find('/') != std::string_view::npos) {
-                    error = fmt::format("ifaces: '{}' is not an interface name", name);
-                    return EINVAL;
-                }
-                c.ifaces.emplace_back(name);
-                if (comma == std::string_view::npos) break;
-                rest = rest.substr(comma + 1);
-            }
-            continue;
-        }
-        if (key == "local") {
-            if (!parse_endpoint(value, local) || local.base_port != 0) {
-                error = fmt::format("local: '{}' must be [ipv6] (no port in srv6 mode)", value);
-                return EINVAL;
-            }
-            have_local = true;
-            continue;
-        }
-        std::uint64_t v = 0;
-        if (!parse_u64(value, v) || v > UINT32_MAX) {
-            error = fmt::format("{}={} is not an unsigned 32-bit integer", key, value);
-            return EINVAL;
-        }
-        const auto v32 = static_cast<std::uint32_t>(v);
-        if (key == "rx_depth") {
-            c.rx_depth = v32;
-        } else if (key == "tx_slots") {
-            c.tx_slots = v32;
-        } else if (key == "ring_entries") {
-            c.ring_entries = v32;
-        } else if (key == "sock_buf_bytes") {
-            c.sock_buf_bytes = v32;
-        } else if (key == "link_poll_us") {
-            c.link_poll_us = v32;
-        } else {
-            error = fmt::format("unknown option {} in srv6 mode (ifaces, local, rx_depth, tx_slots, ring_entries, "
-                                "sock_buf_bytes, link_poll_us)",
-                                key);
-            return EINVAL;
-        }
+    if (const std::string* v = args.find("local"); v != nullptr && (!parse_endpoint(*v, local) || local.base_port != 0))
+        args.fail(fmt::format("local: '{}' must be [ipv6] (no port in srv6 mode)", *v));
+    for (const std::string& name : c.ifaces)
+        if (name.size() >= 16 || name.find('/') != std::string::npos)
+            args.fail(fmt::format("ifaces: '{}' is not an interface name", name));
+    if (!args.ok()) {
+        error = args.error();
+        return EINVAL;
     }
     if (c.ifaces.empty()) {
         error = "srv6 frame mode needs ifaces=IF[,IF...] (one network interface per plane)";
@@ -121,81 +67,32 @@ int parse_raw_args(const std::map<std::string, std::string, std::less<>>& args, 
                 error = fmt::format("ifaces: planes {} and {} use the same interface {}", q, p, c.ifaces[p]);
                 return EINVAL;
             }
-    static constexpr wire::Ipv6Addr kUnspecified{};
-    if (have_local && local.addr == kUnspecified) {
+    if (args.has("local") && local.addr == kUnspecified) {
         error = "local: the wildcard address :: cannot be a device address";
         return EINVAL;
     }
-    if (c.rx_depth < 1 || c.rx_depth > 256) {
-        error = "rx_depth must be 1..256 in srv6 mode";
-        return EINVAL;
-    }
-    if (c.tx_slots < 16 || c.tx_slots > 65536) {
-        error = "tx_slots must be 16..65536";
-        return EINVAL;
-    }
-    if (c.ring_entries > 32768) {
-        error = "ring_entries must be ≤ 32768";
-        return EINVAL;
-    }
     // One entry per interface; the address is the same for all (all zero: unset).
-    c.planes.assign(c.ifaces.size(), PlaneEndpoint{have_local ? local.addr : wire::Ipv6Addr{}, 0});
-    out = std::move(c);
+    c.planes.assign(c.ifaces.size(), PlaneEndpoint{local.addr, 0});
     return 0;
 }
 
-}  // namespace
-
-int parse_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
-               UdpConfig& out, std::string& error, bool raw) {
-    if (raw) return parse_raw_args(args, device_planes, out, error);
-    UdpConfig c;
+/// plain mode: local=ADDR[,ADDR...] and planes=N.
+int finish_plain(driver::ArgReader& args, std::uint32_t device_planes, UdpConfig& c, std::string& error) {
     std::vector<PlaneEndpoint> local;
-    std::uint64_t planes = 0;
-    for (const auto& [key, value] : args) {
-        if (key == "ifaces") {
-            error = "ifaces is for frame_mode srv6 (raw sockets) only";
-            return EINVAL;
-        }
-        if (key == "local") {
-            std::string_view rest = value;
-            while (true) {
-                const std::size_t comma = rest.find(',');
-                PlaneEndpoint e;
-                if (!parse_endpoint(rest.substr(0, comma), e)) {
-                    error = fmt::format("local: '{}' is not [ipv6]:port or [ipv6]", rest.substr(0, comma));
-                    return EINVAL;
-                }
-                local.push_back(e);
-                if (comma == std::string_view::npos) break;
-                rest = rest.substr(comma + 1);
+    if (const std::string* v = args.find("local"))
+        for (std::string_view item : driver::split(*v)) {
+            PlaneEndpoint e;
+            if (!parse_endpoint(item, e)) {
+                args.fail(fmt::format("local: '{}' is not [ipv6]:port or [ipv6]", item));
+                break;
             }
-            continue;
+            local.push_back(e);
         }
-        std::uint64_t v = 0;
-        if (!parse_u64(value, v) || v > UINT32_MAX) {
-            error = fmt::format("{}={} is not an unsigned 32-bit integer", key, value);
-            return EINVAL;
-        }
-        const auto v32 = static_cast<std::uint32_t>(v);
-        if (key == "planes") {
-            planes = v;
-        } else if (key == "rx_depth") {
-            c.rx_depth = v32;
-        } else if (key == "tx_slots") {
-            c.tx_slots = v32;
-        } else if (key == "ring_entries") {
-            c.ring_entries = v32;
-        } else if (key == "sock_buf_bytes") {
-            c.sock_buf_bytes = v32;
-        } else if (key == "link_probe_ms") {
-            c.link_probe_ms = v32;
-        } else {
-            error = fmt::format("unknown option {} (local, planes, rx_depth, tx_slots, ring_entries, "
-                                "sock_buf_bytes, link_probe_ms)",
-                                key);
-            return EINVAL;
-        }
+    std::uint64_t planes = 0;
+    args.number("planes", planes);
+    if (!args.ok()) {
+        error = args.error();
+        return EINVAL;
     }
     if (local.empty()) local.push_back(PlaneEndpoint{wire::Ipv6Addr{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 0});
     if (planes == 0) planes = device_planes;
@@ -242,28 +139,49 @@ int parse_args(const std::map<std::string, std::string, std::less<>>& args, std:
                 return EINVAL;
             }
     }
-    static constexpr wire::Ipv6Addr kUnspecified{};
     if (local[0].addr == kUnspecified) {
         error = "local: the wildcard address :: cannot be a device address";
         return EINVAL;
     }
-    if (c.rx_depth < 1 || c.rx_depth > 64) {
-        error = "rx_depth must be 1..64";
-        return EINVAL;
-    }
-    if (c.tx_slots < 16 || c.tx_slots > 65536) {
-        error = "tx_slots must be 16..65536";
-        return EINVAL;
-    }
-    if (c.ring_entries > 32768) {
-        error = "ring_entries must be ≤ 32768";
-        return EINVAL;
-    }
-    if (c.link_probe_ms < 1) {
-        error = "link_probe_ms must be ≥ 1";
-        return EINVAL;
-    }
     c.planes = std::move(local);
+    return 0;
+}
+
+}  // namespace
+
+bool parse_endpoint(std::string_view s, PlaneEndpoint& out) {
+    PlaneEndpoint e;
+    if (!s.empty() && s.front() == '[') {
+        const std::size_t close = s.find(']');
+        if (close == std::string_view::npos || !parse_ipv6(s.substr(1, close - 1), e.addr)) return false;
+        const std::string_view rest = s.substr(close + 1);
+        if (!rest.empty()) {
+            std::uint64_t port = 0;
+            if (rest.front() != ':' || !driver::parse_uint(rest.substr(1), port) || port > 65535) return false;
+            e.base_port = static_cast<std::uint16_t>(port);
+        }
+    } else if (!parse_ipv6(s, e.addr)) {
+        return false;
+    }
+    out = e;
+    return true;
+}
+
+int parse_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
+               UdpConfig& out, std::string& error, bool raw) {
+    UdpConfig c;
+    // srv6 mode has one socket per plane (plain: kSocketsPerPlane): it posts
+    // more receives on it.
+    if (raw) c.rx_depth = 32;
+    driver::ArgReader a(args, kKeys, raw ? kSrv6 : kPlain, raw ? "srv6 frame" : "plain frame");
+    a.number("rx_depth", c.rx_depth, 1, raw ? 256 : 64)
+        .number("tx_slots", c.tx_slots, 16, 65536)
+        .number("ring_entries", c.ring_entries, 0, 32768)
+        .number("sock_buf_bytes", c.sock_buf_bytes)
+        .number("link_probe_ms", c.link_probe_ms, 1)
+        .number("link_poll_us", c.link_poll_us);
+    if (const int rc = raw ? finish_srv6(a, device_planes, c, error) : finish_plain(a, device_planes, c, error))
+        return rc;
     out = std::move(c);
     return 0;
 }

@@ -15,26 +15,22 @@ namespace omrc::udp {
 
 namespace {
 
-int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out) {
+int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, std::string& error) noexcept {
     if (options.driver_context.has_value()) {
-        log::logger().error("udp: driver_context is not used by this driver; leave it empty");
+        error = "driver_context is not used by this driver; leave it empty";
         return EINVAL;
     }
     // srv6: whole Ethernet frames through one AF_PACKET socket per interface
     // (`ifaces`); plain: UDP datagrams.
     const bool raw = options.frame_mode == FrameMode::srv6;
     UdpConfig cfg;
-    std::string error;
-    if (const int rc = parse_args(options.args, options.planes, cfg, error, raw); rc != 0) {
-        log::logger().error("udp: {}", error);
-        return rc;
-    }
+    if (const int rc = parse_args(options.args, options.planes, cfg, error, raw); rc != 0) return rc;
     static constexpr Ipv6Addr kUnset{};
     if (raw) {
         // The frame carries the engine's addresses as they are: `local` and
         // DeviceOptions::local_addr are two ways to name it and must agree.
         if (options.local_addr != kUnset && cfg.planes[0].addr != kUnset && options.local_addr != cfg.planes[0].addr) {
-            log::logger().error("udp: DeviceOptions::local_addr and `local` differ");
+            error = "DeviceOptions::local_addr and `local` differ";
             return EINVAL;
         }
         if (options.local_addr != kUnset)
@@ -42,14 +38,11 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out) {
     } else if (options.local_addr != kUnset && options.local_addr != cfg.planes[0].addr) {
         // The receiver rebuilds the IPv6 source from the datagram's source,
         // and the ICRC covers it: the engine must use the sockets' address.
-        log::logger().error("udp: DeviceOptions::local_addr must be the address of `local` (or left unset)");
+        error = "DeviceOptions::local_addr must be the address of `local` (or left unset)";
         return EINVAL;
     }
     std::unique_ptr<UdpDriver> drv;
-    if (const int rc = UdpDriver::open(cfg, drv, error); rc != 0) {
-        log::logger().error("udp: {}", error);
-        return rc;
-    }
+    if (const int rc = UdpDriver::open(cfg, drv, error); rc != 0) return rc;
     out.macs = drv->macs();
     out.default_addr = drv->address();
     if (raw)

@@ -146,7 +146,7 @@ inline constexpr std::size_t kRawMaxFrameBytes = 4608;
 class UdpDriver final : public driver::Driver {
 public:
     /// Opens the sockets and the ring. Returns 0, or an errno: EINVAL (bad
-    /// config), EADDRINUSE (a port of a given block is taken), EADDRNOTAVAIL,
+    /// config), EBUSY (a port of a given block is taken), EADDRNOTAVAIL,
     /// ENOMEM, EPERM (raw mode without CAP_NET_RAW), ENODEV (raw mode: no such
     /// interface), or io_uring_queue_init's error (ENOSYS/EPERM where io_uring
     /// is unavailable). `error` says what failed.

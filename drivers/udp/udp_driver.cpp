@@ -319,7 +319,8 @@ int UdpDriver::Impl::open_sockets(std::string& error) {
         }
         if (rc != 0) {
             error = fmt::format("plane {}: {}", p, error);
-            return rc;
+            // A port another socket holds: the open contract's EBUSY (driver/registry.hpp).
+            return rc == EADDRINUSE ? EBUSY : rc;
         }
         planes[p].mac = plane_mac(planes[p].base_port, p);
     }

@@ -346,9 +346,10 @@ class Qp;
 class Device {
 public:
     /// Opens `driver` ("loopback"; Device::drivers() lists them). Returns
-    /// nullptr and sets *err: ENODEV for an unknown driver, EINVAL for bad
-    /// options, EBUSY when the driver's endpoint is already attached, or the
-    /// driver's errno.
+    /// nullptr and sets *err: ENODEV for an unknown driver (or a port or
+    /// interface the driver cannot find), EINVAL for bad options, EBUSY when
+    /// the driver's endpoint or port is held by another device, or the
+    /// driver's errno. What was wrong is logged (one line, "<driver>: ...").
     static std::unique_ptr<Device> open(std::string_view driver, const DeviceOptions& options = {},
                                         int* err = nullptr);
     /// Names of the drivers open() accepts.

@@ -95,6 +95,14 @@ ArgReader& ArgReader::flag(std::string_view key, bool& out) {
     return *this;
 }
 
+ArgReader& ArgReader::fail_choice(std::string_view key, const std::string& value,
+                                  const std::vector<std::string_view>& names) {
+    std::string allowed;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        allowed += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    return fail(fmt::format("{}={} must be {}", key, value, allowed));
+}
+
 ArgReader& ArgReader::text(std::string_view key, std::string& out) {
     if (const std::string* value = find(key); value != nullptr && ok()) out = *value;
     return *this;

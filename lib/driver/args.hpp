@@ -21,12 +21,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "wire/ethernet.hpp"
@@ -97,6 +99,22 @@ public:
     }
     /// "0" or "1" into `out` when `key` is given.
     ArgReader& flag(std::string_view key, bool& out);
+    /// The value of the name given, one of `choices`, into `out` when `key`
+    /// is given; otherwise "K=V must be A, B or C".
+    template <class T>
+    ArgReader& choice(std::string_view key, T& out, std::initializer_list<std::pair<std::string_view, T>> choices) {
+        const std::string* value = find(key);
+        if (value == nullptr || !ok()) return *this;
+        std::vector<std::string_view> names;
+        for (const auto& [name, v] : choices) {
+            if (name == *value) {
+                out = v;
+                return *this;
+            }
+            names.push_back(name);
+        }
+        return fail_choice(key, *value, names);
+    }
     /// The value as it is into `out` when `key` is given.
     ArgReader& text(std::string_view key, std::string& out);
     /// The value split at `sep` into `out` when `key` is given. With
@@ -108,6 +126,7 @@ public:
     ArgReader& fail(std::string message);
 
 private:
+    ArgReader& fail_choice(std::string_view key, const std::string& value, const std::vector<std::string_view>& names);
     bool read_number(std::string_view key, std::uint64_t& out, std::uint64_t min, std::uint64_t max,
                      std::uint64_t type_max);
     [[nodiscard]] std::string accepted(std::span<const ArgKey> keys, std::uint32_t mode) const;

@@ -35,9 +35,20 @@ struct AttachedDriver {
     wire::Ipv6Addr default_addr{};   ///< used when DeviceOptions::local_addr is all zero
 };
 
-/// Builds a driver from the options (args, driver_context, planes). Returns
-/// 0, or an errno (EINVAL bad options, EBUSY endpoint taken, ...).
-using DriverFactory = int (*)(const DeviceOptions& options, AttachedDriver& out);
+/// The one open contract of every driver: builds the driver of one endpoint
+/// from the options (args, driver_context, planes, frame_mode, local_addr).
+/// Returns 0 with `out` filled, or an errno with `error` saying in words what
+/// was wrong (the runtime logs it once as "<driver>: <error>" and hands the
+/// errno to Device::open's caller):
+///   EINVAL  bad arguments (driver::ArgReader's messages) or options
+///   EBUSY   an endpoint or port that another device holds
+///   ENODEV  no such port, interface or device
+///   EPERM   a privilege the driver needs is missing
+///   ENOMEM  out of memory or buffers
+///   or the errno of the system call that failed.
+/// noexcept: no exception crosses the contract; a factory catches what the
+/// code it calls may throw.
+using DriverFactory = int (*)(const DeviceOptions& options, AttachedDriver& out, std::string& error) noexcept;
 
 /// Adds a driver. Returns 0, or EEXIST when the name is taken. Thread-safe.
 int register_driver(std::string name, DriverFactory factory);

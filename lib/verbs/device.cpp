@@ -3,12 +3,14 @@
 // progress entry points and the stats document.
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "driver/args.hpp"
 #include "log/log.hpp"
 #include "routing/fabric.hpp"
 #include "runtime/capture_driver.hpp"
@@ -35,21 +37,25 @@ void set_err(int* err, int value) {
     if (err != nullptr) *err = value;
 }
 
-int validate(const DeviceOptions& o) {
-    if (o.planes > kMaxPlanes) return EINVAL;
-    if (o.rx_burst_frames == 0 || o.rx_burst_frames > 1024) return EINVAL;
-    if (o.tx_burst_frames == 0 || o.tx_burst_frames > 1024) return EINVAL;
-    if (o.max_qps == 0 || o.max_qps > 4096) return EINVAL;
-    if (o.ack_every_pkts == 0 || o.ack_every_pkts > 64 || o.ev_track_depth == 0) return EINVAL;
-    if (o.frame_mode != FrameMode::plain && o.frame_mode != FrameMode::srv6) return EINVAL;
+/// The device's own options. Returns 0, or EINVAL with `error` set.
+int validate(const DeviceOptions& o, std::string& error) {
+    auto bad = [&](std::string what) {
+        error = std::move(what);
+        return EINVAL;
+    };
+    if (o.planes > kMaxPlanes) return bad(fmt::format("planes={} exceeds {}", o.planes, kMaxPlanes));
+    if (o.rx_burst_frames == 0 || o.rx_burst_frames > 1024) return bad("rx_burst_frames must be 1..1024");
+    if (o.tx_burst_frames == 0 || o.tx_burst_frames > 1024) return bad("tx_burst_frames must be 1..1024");
+    if (o.max_qps == 0 || o.max_qps > 4096) return bad("max_qps must be 1..4096");
+    if (o.ack_every_pkts == 0 || o.ack_every_pkts > 64) return bad("ack_every_pkts must be 1..64");
+    if (o.ev_track_depth == 0) return bad("ev_track_depth must be ≥ 1");
+    if (o.frame_mode != FrameMode::plain && o.frame_mode != FrameMode::srv6) return bad("unknown frame_mode");
     if (o.frame_mode == FrameMode::srv6) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
                                     o.fabric.t1_per_plane, o.fabric.hosts_per_t0};
-        if (!f.validate().empty()) {
-            log::logger().error("srv6 fabric layout: {}", f.validate());
-            return EINVAL;
-        }
-        if (o.local_host >= f.hosts()) return EINVAL;
+        if (const std::string why = f.validate(); !why.empty()) return bad(fmt::format("srv6 fabric layout: {}", why));
+        if (o.local_host >= f.hosts())
+            return bad(fmt::format("local_host {} is not a host of the fabric ({} hosts)", o.local_host, f.hosts()));
     }
     return 0;
 }
@@ -57,25 +63,14 @@ int validate(const DeviceOptions& o) {
 /// "aa:bb:cc:dd:ee:ff,..." → one MAC per plane (an empty entry keeps the
 /// peer's MAC on that plane). Returns false on malformed input.
 bool parse_next_hop_macs(std::string_view text, std::array<MacAddr, kMaxPlanes>& macs, std::uint32_t& mask) {
-    std::uint32_t plane = 0;
-    while (true) {
-        const std::size_t comma = text.find(',');
-        const std::string_view item = text.substr(0, comma);
-        if (plane >= kMaxPlanes) return false;
-        if (!item.empty()) {
-            unsigned b[6];
-            char tail = 0;
-            const std::string s(item);
-            if (s.size() != 17 ||
-                std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
-                return false;
-            for (int i = 0; i < 6; ++i) macs[plane][i] = static_cast<std::uint8_t>(b[i]);
-            mask |= 1u << plane;
-        }
-        ++plane;
-        if (comma == std::string_view::npos) return true;
-        text.remove_prefix(comma + 1);
+    const std::vector<std::string_view> items = driver::split(text);
+    if (items.size() > kMaxPlanes) return false;
+    for (std::uint32_t plane = 0; plane < items.size(); ++plane) {
+        if (items[plane].empty()) continue;
+        if (!driver::parse_mac(items[plane], macs[plane])) return false;
+        mask |= 1u << plane;
     }
+    return true;
 }
 
 std::uint64_t entropy_u64() {
@@ -98,7 +93,9 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         set_err(err, ENODEV);
         return nullptr;
     }
-    if (const int e = validate(options); e != 0) {
+    std::string why;
+    if (const int e = validate(options, why); e != 0) {
+        log::logger().error("device options: {}", why);
         set_err(err, e);
         return nullptr;
     }
@@ -126,14 +123,14 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         }
     }
     driver::AttachedDriver attached;
-    if (const int e = factory(driver_options, attached); e != 0) {
+    if (const int e = factory(driver_options, attached, why); e != 0) {
+        log::logger().error("{}: {}", driver, why.empty() ? std::strerror(e) : why);
         set_err(err, e);
         return nullptr;
     }
     if (!pcap_path.empty()) {
         // Every frame the driver sends or receives, as the device sees it.
         int e = 0;
-        std::string why;
         auto capture = runtime::CaptureDriver::open(std::move(attached.driver), pcap_path, e, why);
         if (capture == nullptr) {
             log::logger().error("pcap={}: {}", pcap_path, why);

@@ -18,6 +18,15 @@
 
 namespace omrc::test {
 
+inline std::unique_ptr<dpdk::DpdkDriver> open_driver(const dpdk::DpdkOptions& o) {
+    std::unique_ptr<dpdk::DpdkDriver> d;
+    std::string error;
+    const int rc = dpdk::DpdkDriver::open(o, d, error);
+    INFO(error);
+    REQUIRE(rc == 0);
+    return d;
+}
+
 inline std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag, unsigned first_port, std::uint32_t planes) {
     dpdk::DpdkOptions o;
     o.eal = dpdk_eal_args();
@@ -29,7 +38,7 @@ inline std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag,
         o.vdevs.push_back(name + ",iface=" + tap_iface(tag, first_port + p));
         o.ports.push_back(name);
     }
-    return std::make_unique<dpdk::DpdkDriver>(o);
+    return open_driver(o);
 }
 
 /// Two drivers over net_memif pairs, one pair per plane, on sockets of their own.
@@ -49,8 +58,8 @@ inline std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDr
             o[side].ports.push_back(name);
         }
     }
-    auto a = std::make_unique<dpdk::DpdkDriver>(o[0]);
-    auto b = std::make_unique<dpdk::DpdkDriver>(o[1]);
+    auto a = open_driver(o[0]);
+    auto b = open_driver(o[1]);
     return {std::move(a), std::move(b)};
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "driver/args.hpp"
 #include "drivers/udp/udp.hpp"
 
 namespace omrc::test {
@@ -26,15 +27,7 @@ inline std::vector<std::string> raw_ifaces(int side) {
     const char* v = std::getenv(side == 0 ? "OMRC_UDP_RAW_IFACES_A" : "OMRC_UDP_RAW_IFACES_B");
     std::vector<std::string> out;
     if (v == nullptr) return out;
-    std::string s = v;
-    std::size_t start = 0;
-    while (start <= s.size()) {
-        const std::size_t comma = s.find(',', start);
-        const std::string name = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!name.empty()) out.push_back(name);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
+    for (std::string_view name : driver::split(v, ',', driver::Empty::skip)) out.emplace_back(name);
     return out;
 }
 

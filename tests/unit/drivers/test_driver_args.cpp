@@ -151,6 +151,23 @@ TEST_CASE("ArgReader__flag_text_list", "[unit][driver]") {
     CHECK(f.error() == "zero_copy=yes must be 0 or 1");
 }
 
+TEST_CASE("ArgReader__choice_of_named_values", "[unit][driver]") {
+    enum class Icrc { automatic, software, none };
+    const ArgMap args{{"name", "none"}};
+    ArgReader a(args, kKeys);
+    Icrc v = Icrc::automatic, absent = Icrc::software;
+    a.choice("name", v, {{"auto", Icrc::automatic}, {"software", Icrc::software}, {"none", Icrc::none}})
+        .choice("ports", absent, {{"auto", Icrc::automatic}});
+    REQUIRE(a.ok());
+    CHECK(v == Icrc::none);
+    CHECK(absent == Icrc::software);
+    const ArgMap bad{{"name", "hardware"}};
+    ArgReader b(bad, kKeys);
+    b.choice("name", v, {{"auto", Icrc::automatic}, {"software", Icrc::software}, {"none", Icrc::none}});
+    CHECK(b.error() == "name=hardware must be auto, software or none");
+    CHECK(v == Icrc::none);
+}
+
 TEST_CASE("ArgReader__fail_records_the_driver_s_own_checks", "[unit][driver]") {
     const ArgMap args;
     ArgReader a(args, kKeys);

@@ -348,8 +348,16 @@ TEST_CASE("udp driver: ports in use and a fixed block", "[unit][udp]") {
     c.planes = {udp::PlaneEndpoint{kLoopback, a->base_port(1)}};
     std::unique_ptr<udp::UdpDriver> b;
     std::string error;
-    CHECK(udp::UdpDriver::open(c, b, error) == EADDRINUSE);
+    CHECK(udp::UdpDriver::open(c, b, error) == EBUSY);  // the open contract's errno for a taken port
     CHECK(b == nullptr);
+    CHECK(error.find(std::to_string(a->base_port(1))) != std::string::npos);
+    // Through the registry: the same errno reaches Device::open's caller.
+    DeviceOptions o;
+    o.args["local"] = "[::1]:" + std::to_string(a->base_port(0));
+    o.planes = 1;
+    int err = 0;
+    CHECK(Device::open("udp", o, &err) == nullptr);
+    CHECK(err == EBUSY);
 }
 
 TEST_CASE("udp driver: every drop is counted by reason", "[unit][udp]") {
