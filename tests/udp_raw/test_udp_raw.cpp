@@ -3,7 +3,7 @@
 // made by tests/udp_raw/run_udp_raw.sh (root): interface MACs and link state,
 // drops by reason, our own sends not read back, and a verbs transfer between
 // two devices in srv6 frame mode, byte-exact. The driver conformance suite
-// runs over the same veths (test_conformance.cpp, OMRC_CONFORMANCE_UDP_RAW).
+// runs over the same veths (udp_raw/conformance_udp_raw.cpp).
 #include <catch2/catch.hpp>
 
 #include <linux/if_packet.h>

@@ -1,140 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The driver conformance suite: the same checks run against every driver
-// through the private driver interface: loopback in virtual-clock and
-// real-time mode, udp (plain mode on ::1); other drivers add a Factory below.
-// The DPDK test binary compiles this file with OMRC_CONFORMANCE_DPDK and runs
-// it over net_tap ports (tests/dpdk/conformance_dpdk.hpp); omrc_udp_raw_tests
-// with OMRC_CONFORMANCE_UDP_RAW over veths (tests/udp_raw/conformance_udp_raw.hpp).
+// The driver conformance suite (conformance.hpp): frames byte-exact on their
+// plane, link state and events, bursts larger than the receive array. Each
+// test binary that compiles this file names its drivers in a factory file.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <functional>
-#include <memory>
 #include <vector>
 
-#include "driver/driver.hpp"
-#include "drivers/loopback/loopback.hpp"
-#include "drivers/udp/udp.hpp"
+#include "unit/drivers/conformance.hpp"
 #include "wire/frame.hpp"
 #include "wire/sample_frames.hpp"
 
 using namespace omrc;
+using namespace omrc::test::conformance;
 
 namespace {
-
-/// Two endpoints of one driver type, with a clock and a way to wait for frames.
-struct Pair {
-    std::shared_ptr<void> keepalive;  ///< what the drivers refer to (a loopback fabric)
-    std::unique_ptr<driver::Driver> a, b;
-    std::function<std::uint64_t()> now;
-    std::function<void(std::uint64_t)> advance;  ///< moves time forward by at least this many ns
-    std::uint32_t planes = 0;
-    std::function<wire::MacAddr(std::uint32_t, std::uint32_t)> mac;
-    /// Administrative link state of (endpoint, plane).
-    std::function<void(std::uint32_t, std::uint32_t, bool)> set_link;
-    /// The IPv6 address of an endpoint; empty: frames keep the samples' addresses.
-    std::function<wire::Ipv6Addr(std::uint32_t)> ip;
-    bool ordered = true;     ///< frames of one sender arrive in send order (else: as a multiset)
-    bool plain_only = false; ///< carries plain frames only (udp)
-};
-
-struct Factory {
-    const char* name;
-    std::function<Pair(std::uint32_t planes)> make;
-};
-
-std::uint64_t steady_ns() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
-#if defined(OMRC_CONFORMANCE_UDP_RAW)
-}  // namespace
-// Built into omrc_udp_raw_tests instead (root, veths from
-// tests/udp_raw/run_udp_raw.sh): the suite runs over the udp driver's SRv6
-// raw-socket mode only.
-#include "udp_raw/conformance_udp_raw.hpp"
-namespace {
-std::vector<Factory> factories() { return udp_raw_factories(); }
-#elif defined(OMRC_CONFORMANCE_DPDK)
-}  // namespace
-// Built into the DPDK test binary instead (one EAL per process): the suite
-// runs over the dpdk driver's ports only.
-#include "dpdk/conformance_dpdk.hpp"
-namespace {
-std::vector<Factory> factories() { return dpdk_factories(); }
-#else
-std::vector<Factory> factories() {
-    return {
-        {"loopback/virtual_clock",
-         [](std::uint32_t planes) {
-             Pair p;
-             loopback::FabricConfig c;
-             c.endpoints = 2;
-             c.planes = planes;
-             c.mode = loopback::ClockMode::virtual_clock;
-             auto fabric = std::make_shared<loopback::Fabric>(c);
-             p.keepalive = fabric;
-             p.a = fabric->attach(0);
-             p.b = fabric->attach(1);
-             p.set_link = [f = fabric.get()](std::uint32_t e, std::uint32_t pl, bool up) { f->set_link(e, pl, up); };
-             auto t = std::make_shared<std::uint64_t>(1'000'000);
-             p.now = [t] { return *t; };
-             p.advance = [t](std::uint64_t ns) { *t += ns; };
-             p.planes = planes;
-             p.mac = [](std::uint32_t e, std::uint32_t pl) { return loopback::Fabric::mac(e, pl); };
-             return p;
-         }},
-        {"loopback/real_time",
-         [](std::uint32_t planes) {
-             Pair p;
-             loopback::FabricConfig c;
-             c.endpoints = 2;
-             c.planes = planes;
-             c.mode = loopback::ClockMode::real_time;
-             c.link_delay_ns = 0;
-             c.ring_slots = 256;
-             c.rx_pool_frames = 256;
-             auto fabric = std::make_shared<loopback::Fabric>(c);
-             p.keepalive = fabric;
-             p.a = fabric->attach(0);
-             p.b = fabric->attach(1);
-             p.set_link = [f = fabric.get()](std::uint32_t e, std::uint32_t pl, bool up) { f->set_link(e, pl, up); };
-             p.now = steady_ns;
-             p.advance = [](std::uint64_t) {};
-             p.planes = planes;
-             p.mac = [](std::uint32_t e, std::uint32_t pl) { return loopback::Fabric::mac(e, pl); };
-             return p;
-         }},
-        {"udp/plain",
-         [](std::uint32_t planes) {
-             Pair p;
-             udp::UdpConfig c;
-             c.planes.assign(planes, udp::PlaneEndpoint{wire::Ipv6Addr{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 0});
-             std::unique_ptr<udp::UdpDriver> a, b;
-             std::string error;
-             INFO(error);
-             REQUIRE(udp::UdpDriver::open(c, a, error) == 0);
-             REQUIRE(udp::UdpDriver::open(c, b, error) == 0);
-             udp::UdpDriver* d[2] = {a.get(), b.get()};
-             p.a = std::move(a);
-             p.b = std::move(b);
-             p.now = steady_ns;
-             p.advance = [](std::uint64_t) {};
-             p.planes = planes;
-             p.mac = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl) { return (e == 0 ? d0 : d1)->macs()[pl]; };
-             p.set_link = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl, bool up) {
-                 (e == 0 ? d0 : d1)->set_admin_link(pl, up);
-             };
-             p.ip = [d0 = d[0], d1 = d[1]](std::uint32_t e) { return (e == 0 ? d0 : d1)->address(); };
-             p.ordered = false;  // one socket per port: frames to different ports may overtake each other
-             p.plain_only = true;
-             return p;
-         }},
-    };
-}
-#endif
 
 /// The sample frames a driver carries.
 std::vector<wire::SampleFrame> samples_for(const Pair& p) {
@@ -194,7 +74,7 @@ std::vector<std::vector<std::uint8_t>> receive(Pair& p, driver::Driver& d, std::
 }  // namespace
 
 TEST_CASE("driver conformance: frames arrive byte-exact on their plane", "[unit][driver]") {
-    for (const Factory& f : factories()) {
+    for (const Factory& f : conformance_factories()) {
         INFO(f.name);
         Pair p = f.make(4);
         CHECK(p.a->planes() == 4);
@@ -238,7 +118,7 @@ TEST_CASE("driver conformance: frames arrive byte-exact on their plane", "[unit]
 }
 
 TEST_CASE("driver conformance: link state and events", "[unit][driver]") {
-    for (const Factory& f : factories()) {
+    for (const Factory& f : conformance_factories()) {
         INFO(f.name);
         Pair p = f.make(2);
         for (std::uint32_t pl = 0; pl < 2; ++pl) CHECK(p.a->link_up(pl));
@@ -266,7 +146,7 @@ TEST_CASE("driver conformance: link state and events", "[unit][driver]") {
 }
 
 TEST_CASE("driver conformance: bursts larger than the receive array are split, nothing lost", "[unit][driver]") {
-    for (const Factory& f : factories()) {
+    for (const Factory& f : conformance_factories()) {
         INFO(f.name);
         Pair p = f.make(1);
         const auto samples = samples_for(p);

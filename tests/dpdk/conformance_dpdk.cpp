@@ -1,24 +1,29 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Conformance-suite factories for the dpdk driver (included by
-// tests/unit/drivers/test_conformance.cpp when built into the DPDK test
-// binary): two drivers over net_memif pairs (links go down when the other
-// side's port stops), and over net_tap ports plane by plane wired by tc
-// (links set down and up through the kernel side of the taps; needs root).
-#pragma once
+// The drivers of omrc_dpdk_tests in the conformance suite
+// (unit/drivers/conformance.hpp): two dpdk drivers over net_memif pairs
+// (links go down when the other side's port stops), and over net_tap ports
+// plane by plane wired by tc (links set down and up through the kernel side
+// of the taps; needs root). One EAL per process: the suite runs over the
+// dpdk driver only in this binary.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
 
 #include <atomic>
 #include <functional>
 #include <utility>
 
 #include <rte_ethdev.h>
-#include <stdexcept>
 
 #include "dpdk/dpdk_env.hpp"
 #include "drivers/dpdk/dpdk_driver.hpp"
+#include "unit/drivers/conformance.hpp"
 
-namespace omrc::test {
+namespace omrc::test::conformance {
 
-inline std::unique_ptr<dpdk::DpdkDriver> open_driver(const dpdk::DpdkOptions& o) {
+namespace {
+
+std::unique_ptr<dpdk::DpdkDriver> open_driver(const dpdk::DpdkOptions& o) {
     std::unique_ptr<dpdk::DpdkDriver> d;
     std::string error;
     const int rc = dpdk::DpdkDriver::open(o, d, error);
@@ -27,7 +32,7 @@ inline std::unique_ptr<dpdk::DpdkDriver> open_driver(const dpdk::DpdkOptions& o)
     return d;
 }
 
-inline std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag, unsigned first_port, std::uint32_t planes) {
+std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag, unsigned first_port, std::uint32_t planes) {
     dpdk::DpdkOptions o;
     o.eal = dpdk_eal_args();
     o.link_poll_ns = 0;  // the suite expects a link change at the next call
@@ -42,7 +47,7 @@ inline std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag,
 }
 
 /// Two drivers over net_memif pairs, one pair per plane, on sockets of their own.
-inline std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDriver>> open_memif_pair(
+std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDriver>> open_memif_pair(
     unsigned first_port, std::uint32_t planes) {
     dpdk::DpdkOptions o[2];
     for (int side = 0; side < 2; ++side) {
@@ -64,7 +69,7 @@ inline std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDr
 }
 
 /// The MAC of (endpoint, plane) for a pair of dpdk drivers.
-inline std::function<wire::MacAddr(std::uint32_t, std::uint32_t)> port_macs(dpdk::DpdkDriver* a, dpdk::DpdkDriver* b) {
+std::function<wire::MacAddr(std::uint32_t, std::uint32_t)> port_macs(dpdk::DpdkDriver* a, dpdk::DpdkDriver* b) {
     return [a, b](std::uint32_t e, std::uint32_t pl) {
         wire::MacAddr m{};
         const auto& src = (e == 0 ? a : b)->ports()[pl].mac;
@@ -74,7 +79,7 @@ inline std::function<wire::MacAddr(std::uint32_t, std::uint32_t)> port_macs(dpdk
 }
 
 /// Waits (≤ 5 s) until every plane of both drivers is up, then drops the events that brought them up.
-inline void wait_all_up(driver::Driver& a, driver::Driver& b, std::uint32_t planes, const std::function<std::uint64_t()>& now) {
+void wait_all_up(driver::Driver& a, driver::Driver& b, std::uint32_t planes, const std::function<std::uint64_t()>& now) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     std::vector<driver::RxFrame> none;
     while (std::chrono::steady_clock::now() < until) {
@@ -89,18 +94,16 @@ inline void wait_all_up(driver::Driver& a, driver::Driver& b, std::uint32_t plan
     while (b.poll_link_events(drain) != 0) {}
 }
 
-}  // namespace omrc::test
+}  // namespace
 
-namespace {
-
-std::vector<Factory> dpdk_factories() {
+std::vector<Factory> conformance_factories() {
     return {
         {"dpdk/net_memif",
          [](std::uint32_t planes) {
              static std::atomic<unsigned> next{0};
              const unsigned base = 200 + 32 * next++;
              Pair p;
-             auto [a, b] = omrc::test::open_memif_pair(base, planes);
+             auto [a, b] = open_memif_pair(base, planes);
              dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
              p.a = std::move(a);
              p.b = std::move(b);
@@ -113,7 +116,7 @@ std::vector<Factory> dpdk_factories() {
                  (void)d1->tx_burst({}, steady_ns());
              };
              p.planes = planes;
-             p.mac = omrc::test::port_macs(d[0], d[1]);
+             p.mac = port_macs(d[0], d[1]);
              // memif has no administrative link state: endpoint e's link on a
              // plane goes down when the other side's port stops, and comes
              // back when it starts and the pair reconnects.
@@ -134,7 +137,7 @@ std::vector<Factory> dpdk_factories() {
                  (void)planes;
              };
              p.ordered = false;
-             omrc::test::wait_all_up(*p.a, *p.b, planes, p.now);
+             wait_all_up(*p.a, *p.b, planes, p.now);
              return p;
          }},
         {"dpdk/net_tap",
@@ -142,26 +145,26 @@ std::vector<Factory> dpdk_factories() {
              static std::atomic<unsigned> next{0};
              const unsigned base = 100 + 16 * next++;  // fresh taps for every pair
              Pair p;
-             auto a = omrc::test::open_tap_driver("c", base, planes);
-             auto b = omrc::test::open_tap_driver("c", base + 8, planes);
+             auto a = open_tap_driver("c", base, planes);
+             auto b = open_tap_driver("c", base + 8, planes);
              for (std::uint32_t pl = 0; pl < planes; ++pl)
-                 omrc::test::wire_taps(omrc::test::tap_iface("c", base + pl), omrc::test::tap_iface("c", base + 8 + pl));
+                 wire_taps(tap_iface("c", base + pl), tap_iface("c", base + 8 + pl));
              dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
              p.a = std::move(a);
              p.b = std::move(b);
              p.now = steady_ns;
              p.advance = [](std::uint64_t) {};
              p.planes = planes;
-             p.mac = omrc::test::port_macs(d[0], d[1]);
+             p.mac = port_macs(d[0], d[1]);
              p.set_link = [base](std::uint32_t e, std::uint32_t pl, bool up) {
-                 omrc::test::dpdk_sh("ip link set " + omrc::test::tap_iface("c", base + 8 * e + pl) + (up ? " up" : " down"));
+                 dpdk_sh("ip link set " + tap_iface("c", base + 8 * e + pl) + (up ? " up" : " down"));
              };
              p.ordered = false;  // planes are separate ports, received round-robin
              // The kernel side must be up before the suite looks at links.
-             omrc::test::wait_all_up(*p.a, *p.b, planes, p.now);
+             wait_all_up(*p.a, *p.b, planes, p.now);
              return p;
          }},
     };
 }
 
-}  // namespace
+}  // namespace omrc::test::conformance
