@@ -4,7 +4,6 @@
 // arguments; so does docs/DRIVERS.md).
 #include <algorithm>
 #include <cerrno>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -59,10 +58,6 @@ int make_dpdk_driver(const DeviceOptions& options, driver::AttachedDriver& out, 
 
 }  // namespace
 
-int register_driver() {
-    static std::once_flag once;
-    std::call_once(once, [] { (void)driver::register_driver("dpdk", &make_dpdk_driver); });
-    return 0;
-}
+int register_driver() { return driver::register_driver("dpdk", &make_dpdk_driver); }
 
 }  // namespace omrc::dpdk

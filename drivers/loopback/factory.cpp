@@ -7,7 +7,6 @@
 #include <any>
 #include <cerrno>
 #include <fmt/format.h>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -83,10 +82,6 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
 
 }  // namespace
 
-int register_driver() {
-    static std::once_flag once;
-    std::call_once(once, [] { (void)driver::register_driver("loopback", &make_loopback_driver); });
-    return 0;
-}
+int register_driver() { return driver::register_driver("loopback", &make_loopback_driver); }
 
 }  // namespace omrc::loopback

@@ -4,7 +4,6 @@
 #include "drivers/udp/factory.hpp"
 
 #include <cerrno>
-#include <mutex>
 #include <string>
 
 #include "driver/registry.hpp"
@@ -55,10 +54,6 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, s
 
 }  // namespace
 
-int register_driver() {
-    static std::once_flag once;
-    std::call_once(once, [] { (void)driver::register_driver("udp", &make_udp_driver); });
-    return 0;
-}
+int register_driver() { return driver::register_driver("udp", &make_udp_driver); }
 
 }  // namespace omrc::udp

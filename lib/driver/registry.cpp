@@ -25,7 +25,8 @@ int register_driver(std::string name, DriverFactory factory) {
     if (factory == nullptr || name.empty()) return EINVAL;
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    return r.factories.emplace(std::move(name), factory).second ? 0 : EEXIST;
+    const auto [it, added] = r.factories.emplace(std::move(name), factory);
+    return added || it->second == factory ? 0 : EEXIST;
 }
 
 DriverFactory find_driver(std::string_view name) {

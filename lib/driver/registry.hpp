@@ -50,7 +50,10 @@ struct AttachedDriver {
 /// code it calls may throw.
 using DriverFactory = int (*)(const DeviceOptions& options, AttachedDriver& out, std::string& error) noexcept;
 
-/// Adds a driver. Returns 0, or EEXIST when the name is taken. Thread-safe.
+/// Adds a driver. Returns 0 (also when `factory` is registered under `name`
+/// already: a driver's own register_driver() may run any number of times),
+/// EEXIST when another factory holds the name, EINVAL for an empty name or
+/// a null factory. Thread-safe.
 int register_driver(std::string name, DriverFactory factory);
 /// The factory of `name`, or nullptr. Thread-safe.
 [[nodiscard]] DriverFactory find_driver(std::string_view name);
