@@ -23,15 +23,6 @@ namespace omrc::test::conformance {
 
 namespace {
 
-std::unique_ptr<dpdk::DpdkDriver> open_driver(const dpdk::DpdkOptions& o) {
-    std::unique_ptr<dpdk::DpdkDriver> d;
-    std::string error;
-    const int rc = dpdk::DpdkDriver::open(o, d, error);
-    INFO(error);
-    REQUIRE(rc == 0);
-    return d;
-}
-
 std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag, unsigned first_port, std::uint32_t planes) {
     dpdk::DpdkOptions o;
     o.eal = dpdk_eal_args();
@@ -43,7 +34,7 @@ std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag, unsign
         o.vdevs.push_back(name + ",iface=" + tap_iface(tag, first_port + p));
         o.ports.push_back(name);
     }
-    return open_driver(o);
+    return open_driver<dpdk::DpdkDriver>(o);
 }
 
 /// Two drivers over net_memif pairs, one pair per plane, on sockets of their own.
@@ -63,19 +54,23 @@ std::pair<std::unique_ptr<dpdk::DpdkDriver>, std::unique_ptr<dpdk::DpdkDriver>> 
             o[side].ports.push_back(name);
         }
     }
-    auto a = open_driver(o[0]);
-    auto b = open_driver(o[1]);
+    auto a = open_driver<dpdk::DpdkDriver>(o[0]);
+    auto b = open_driver<dpdk::DpdkDriver>(o[1]);
     return {std::move(a), std::move(b)};
 }
 
-/// The MAC of (endpoint, plane) for a pair of dpdk drivers.
-std::function<wire::MacAddr(std::uint32_t, std::uint32_t)> port_macs(dpdk::DpdkDriver* a, dpdk::DpdkDriver* b) {
-    return [a, b](std::uint32_t e, std::uint32_t pl) {
+/// A conformance pair of two dpdk drivers; planes are separate ports,
+/// received round-robin (frames arrive as a multiset).
+Pair dpdk_pair(std::unique_ptr<dpdk::DpdkDriver> a, std::unique_ptr<dpdk::DpdkDriver> b, std::uint32_t planes) {
+    dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
+    Pair p = realtime_pair(std::move(a), std::move(b), planes);
+    p.mac = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl) {
         wire::MacAddr m{};
-        const auto& src = (e == 0 ? a : b)->ports()[pl].mac;
+        const auto& src = (e == 0 ? d0 : d1)->ports()[pl].mac;
         std::copy(src.begin(), src.end(), m.begin());
         return m;
     };
+    return p;
 }
 
 /// Waits (≤ 5 s) until every plane of both drivers is up, then drops the events that brought them up.
@@ -102,12 +97,9 @@ std::vector<Factory> conformance_factories() {
          [](std::uint32_t planes) {
              static std::atomic<unsigned> next{0};
              const unsigned base = 200 + 32 * next++;
-             Pair p;
              auto [a, b] = open_memif_pair(base, planes);
              dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
-             p.a = std::move(a);
-             p.b = std::move(b);
-             p.now = steady_ns;
+             Pair p = dpdk_pair(std::move(a), std::move(b), planes);
              // A memif server transmits only into buffers its client has handed
              // back: a frame may wait in the sender's backlog until the peer has
              // polled, so time passing also polls the senders.
@@ -115,12 +107,10 @@ std::vector<Factory> conformance_factories() {
                  (void)d0->tx_burst({}, steady_ns());
                  (void)d1->tx_burst({}, steady_ns());
              };
-             p.planes = planes;
-             p.mac = port_macs(d[0], d[1]);
              // memif has no administrative link state: endpoint e's link on a
              // plane goes down when the other side's port stops, and comes
              // back when it starts and the pair reconnects.
-             p.set_link = [d0 = d[0], d1 = d[1], planes](std::uint32_t e, std::uint32_t pl, bool up) {
+             p.set_link = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl, bool up) {
                  dpdk::DpdkDriver* self = e == 0 ? d0 : d1;
                  const std::uint16_t other = (e == 0 ? d1 : d0)->ports()[pl].id;
                  if (!up) {
@@ -134,9 +124,7 @@ std::vector<Factory> conformance_factories() {
                      (void)rte_eth_link_get_nowait(self->ports()[pl].id, &link);
                      if ((link.link_status == RTE_ETH_LINK_UP) == up) break;
                  }
-                 (void)planes;
              };
-             p.ordered = false;
              wait_all_up(*p.a, *p.b, planes, p.now);
              return p;
          }},
@@ -144,22 +132,14 @@ std::vector<Factory> conformance_factories() {
          [](std::uint32_t planes) {
              static std::atomic<unsigned> next{0};
              const unsigned base = 100 + 16 * next++;  // fresh taps for every pair
-             Pair p;
              auto a = open_tap_driver("c", base, planes);
              auto b = open_tap_driver("c", base + 8, planes);
              for (std::uint32_t pl = 0; pl < planes; ++pl)
                  wire_taps(tap_iface("c", base + pl), tap_iface("c", base + 8 + pl));
-             dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
-             p.a = std::move(a);
-             p.b = std::move(b);
-             p.now = steady_ns;
-             p.advance = [](std::uint64_t) {};
-             p.planes = planes;
-             p.mac = port_macs(d[0], d[1]);
+             Pair p = dpdk_pair(std::move(a), std::move(b), planes);
              p.set_link = [base](std::uint32_t e, std::uint32_t pl, bool up) {
                  dpdk_sh("ip link set " + tap_iface("c", base + 8 * e + pl) + (up ? " up" : " down"));
              };
-             p.ordered = false;  // planes are separate ports, received round-robin
              // The kernel side must be up before the suite looks at links.
              wait_all_up(*p.a, *p.b, planes, p.now);
              return p;

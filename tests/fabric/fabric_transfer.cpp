@@ -32,6 +32,7 @@
 #include "omrc/dpdk.hpp"
 #endif
 #include "omrc/omrc.hpp"
+#include "support/transfer.hpp"
 
 extern char** environ;
 
@@ -42,10 +43,6 @@ using json = nlohmann::json;
 
 struct Side {
     std::unique_ptr<omrc::Device> dev;
-    std::unique_ptr<omrc::Pd> pd;
-    std::unique_ptr<omrc::Cq> cq;
-    std::unique_ptr<omrc::Mr> mr;
-    std::unique_ptr<omrc::Qp> qp;
 };
 
 [[noreturn]] void die(const char* what, int err) {
@@ -246,9 +243,6 @@ int main(int argc, char** argv) {
         int err = 0;
         s[i].dev = omrc::Device::open(driver, o, &err);
         if (!s[i].dev) die(("Device::open(" + driver + ")").c_str(), err);
-        s[i].pd = s[i].dev->alloc_pd(&err);
-        s[i].cq = s[i].dev->create_cq(4096, &err);
-        if (!s[i].pd || !s[i].cq) die("alloc_pd/create_cq", err);
     }
     if (!on_open_cmd.empty()) {
         if (const int rc = run_blocking(on_open_cmd); rc != 0) {
@@ -257,52 +251,32 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::vector<std::uint8_t> src(bytes), dst(bytes, 0);
-    {
-        std::mt19937_64 rng(seed);
-        for (std::size_t i = 0; i + 8 <= src.size(); i += 8) {
-            const std::uint64_t x = rng();
-            std::memcpy(src.data() + i, &x, 8);
-        }
+    // The transfer (tests/support/transfer.hpp): its loop posts, progresses
+    // both devices and polls; the monitors below run after every pass.
+    omrc::test::TransferSpec spec;
+    spec.bytes = bytes;
+    spec.msg_bytes = msg;
+    spec.depth = depth;
+    spec.seed = seed;
+    spec.cqe = 4096;
+    spec.cap.max_send_wr = 1024;
+    spec.stop_on_error = true;
+    spec.timeout = std::chrono::hours(24);  // the monitors give up first (--timeout-s, no progress)
+    omrc::QpAttr& qa = spec.qp;
+    qa.path_policy = policy_name == "spray" ? omrc::PathPolicy::spray : omrc::PathPolicy::adaptive;
+    qa.evs = evs;
+    qa.backup_evs = 16;
+    qa.mtu_bytes = mtu;
+    qa.timeout_ns = 100'000'000;
+    qa.retry_cnt = 7;
+    if (window_kib != 0) {
+        qa.cc.algorithm = omrc::CcAlgorithm::fixed;
+        qa.cc.fixed_window_bytes = std::uint64_t{window_kib} << 10;
     }
-    int err = 0;
-    s[0].mr = s[0].pd->reg_mr(src.data(), src.size(), omrc::AccessFlags::local_write, &err);
-    if (!s[0].mr) die("reg_mr(src)", err);
-    s[1].mr = s[1].pd->reg_mr(dst.data(), dst.size(), omrc::AccessFlags::local_write | omrc::AccessFlags::remote_write, &err);
-    if (!s[1].mr) die("reg_mr(dst)", err);
-    for (auto& side : s) {
-        omrc::QpInitAttr ia;
-        ia.send_cq = ia.recv_cq = side.cq.get();
-        ia.cap.max_send_wr = 1024;
-        side.qp = side.pd->create_qp(ia, &err);
-        if (!side.qp) die("create_qp", err);
-        omrc::QpAttr a;
-        a.qp_state = omrc::QpState::init;
-        a.qp_access_flags = omrc::AccessFlags::remote_write;
-        if ((err = side.qp->modify(a, omrc::QpAttrMask::state | omrc::QpAttrMask::access_flags))) die("modify(INIT)", err);
-    }
-    for (int i = 0; i < 2; ++i) {
-        omrc::QpAttr a;
-        a.qp_state = omrc::QpState::rtr;
-        a.dest_qp_num = s[1 - i].qp->qp_num();
-        a.dest_conn_id = s[1 - i].qp->conn_id();
-        a.peer = s[1 - i].dev->address();
-        a.path_policy = policy_name == "spray" ? omrc::PathPolicy::spray : omrc::PathPolicy::adaptive;
-        a.evs = evs;
-        a.backup_evs = 16;
-        a.mtu_bytes = mtu;
-        a.timeout_ns = 100'000'000;
-        a.retry_cnt = 7;
-        if (window_kib != 0) {
-            a.cc.algorithm = omrc::CcAlgorithm::fixed;
-            a.cc.fixed_window_bytes = std::uint64_t{window_kib} << 10;
-        }
-        using M = omrc::QpAttrMask;
-        if ((err = s[i].qp->modify(a, M::state | M::path | M::dest_qpn | M::rq_psn | M::mtu))) die("modify(RTR)", err);
-        a.qp_state = omrc::QpState::rts;
-        if ((err = s[i].qp->modify(a, M::state | M::sq_psn | M::timeout | M::retry_cnt | M::cc)))
-            die("modify(RTS)", err);
-    }
+    omrc::test::WriteTransfer xfer(*s[0].dev, *s[1].dev, spec);
+    if (const auto& r = xfer.result(); r.setup_error != 0) die(r.setup_step.c_str(), r.setup_error);
+    const std::vector<std::uint8_t>& src = xfer.source();
+    const std::vector<std::uint8_t>& dst = xfer.destination();
 
     std::printf("fabric_transfer: %.0f MiB as %zu KiB WRITEs, %u planes x %u T1, MTU %u, %u EVs, policy %s, window %s\n",
                 static_cast<double>(bytes) / (1 << 20), msg >> 10, planes, t1, mtu, evs, policy_name.c_str(),
@@ -313,13 +287,12 @@ int main(int argc, char** argv) {
                 plane_down_cmd.empty() ? "(skipped)" : plane_down_cmd.c_str());
 
     const std::size_t messages = bytes / msg;
-    std::size_t posted = 0, completed = 0;
+    std::size_t completed = 0;
     std::vector<std::string> failures;
     auto check = [&](bool ok, const std::string& what) {
         std::printf("  [%s] %s\n", ok ? "ok" : "FAIL", what.c_str());
         if (!ok) failures.push_back(what);
     };
-    std::vector<omrc::Wc> wc(256);
     bool wr_error = false;
 
     const auto t_start = Clock::now();
@@ -344,30 +317,16 @@ int main(int argc, char** argv) {
     auto last_progress = t_start;
     auto place_fraction = [&]() { return static_cast<double>(last_rx_bytes) / static_cast<double>(bytes); };
 
-    while (completed < messages && !wr_error) {
-        while (posted < messages && posted - completed < depth) {
-            const omrc::Sge sge{reinterpret_cast<std::uint64_t>(src.data()) + posted * msg,
-                                static_cast<std::uint32_t>(msg), s[0].mr->lkey()};
-            omrc::SendWr wr;
-            wr.wr_id = posted;
-            wr.send_flags = omrc::SendFlags::signaled;
-            wr.sg_list = std::span(&sge, 1);
-            wr.remote_addr = reinterpret_cast<std::uint64_t>(dst.data()) + posted * msg;
-            wr.rkey = s[1].mr->rkey();
-            if ((err = s[0].qp->post_send(wr))) die("post_send", err);
-            ++posted;
-        }
-        s[0].dev->progress();
-        s[1].dev->progress();
-        const std::size_t n = s[0].cq->poll(wc);
-        for (std::size_t k = 0; k < n; ++k) {
-            if (wc[k].status != omrc::WcStatus::success) {
-                std::fprintf(stderr, "fabric_transfer: WR %llu completed with %s\n",
-                             static_cast<unsigned long long>(wc[k].wr_id), omrc::to_string(wc[k].status));
-                wr_error = true;
-            }
-            ++completed;
-        }
+    int exit_code = -1;  // a monitor gave up (1) or a fabric command did not start (2)
+    omrc::test::TransferHooks hooks;
+    hooks.on_send_completion = [&](const omrc::Wc& wc, std::size_t done) {
+        if (wc.status != omrc::WcStatus::success)
+            std::fprintf(stderr, "fabric_transfer: WR %llu completed with %s\n", static_cast<unsigned long long>(wc.wr_id),
+                         omrc::to_string(wc.status));
+        completed = done;
+        last_progress = Clock::now();
+    };
+    hooks.on_pass = [&]() -> bool {
         const auto now = Clock::now();
 
         // While the receiver's port is going down: watch who knows, at 1 ms resolution.
@@ -427,7 +386,8 @@ int main(int argc, char** argv) {
             pending_mark = "<- T0-T1 link down";
             if (!link_down_cmd.empty() && !link_cmd.start(link_down_cmd)) {
                 std::fprintf(stderr, "fabric_transfer: cannot run %s\n", link_down_cmd.c_str());
-                return 2;
+                exit_code = 2;
+                return false;
             }
         }
         if (link_down && !plane_down && !plane_down_cmd.empty() && place_fraction() >= plane_down_at) {
@@ -438,19 +398,26 @@ int main(int argc, char** argv) {
             pending_mark = "<- receiver port down";
             if (!plane_cmd.start(plane_down_cmd)) {
                 std::fprintf(stderr, "fabric_transfer: cannot run %s\n", plane_down_cmd.c_str());
-                return 2;
+                exit_code = 2;
+                return false;
             }
         }
-        if (n > 0) last_progress = now;
-        const bool qp_err = s[0].qp->state() == omrc::QpState::err || s[1].qp->state() == omrc::QpState::err;
+        const bool qp_err = xfer.sender_qp()->state() == omrc::QpState::err ||
+                            xfer.receiver_qp()->state() == omrc::QpState::err;
         if (secs(now) > timeout_s || now - last_progress > std::chrono::seconds(15) || qp_err) {
             std::fprintf(stderr, "fabric_transfer: %zu of %zu WRITEs done after %.1f s (%s): giving up\n", completed,
                          messages, secs(now), qp_err ? "a QP is in ERR" : "no progress");
             std::fprintf(stderr, "sender: %s\nreceiver: %s\n", s[0].dev->stats_json().c_str(),
                          s[1].dev->stats_json().c_str());
-            return 1;
+            exit_code = 1;
+            return false;
         }
-    }
+        return true;
+    };
+    const omrc::test::TransferResult result = xfer.run(hooks);
+    if (exit_code >= 0) return exit_code;
+    completed = result.completions;
+    wr_error = result.errors > 0 || result.post_error != 0;
     const double t_end = secs(Clock::now());
     const View a_end = view(*s[0].dev);
     const View b_end = view(*s[1].dev);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Verbs-level test support: devices on one loopback fabric in virtual time,
-// QP connection with attributes exchanged in process, CQ draining.
+// QP connection with attributes exchanged in process, the checks of a
+// transfer (support/transfer.hpp), CQ draining.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 
 #include "drivers/loopback/loopback.hpp"
 #include "omrc/omrc.hpp"
+#include "support/transfer.hpp"
 
 namespace omrc::test {
 
@@ -77,32 +79,55 @@ inline QpInitAttr init_attr(Cq& scq, Cq& rcq, QpCap cap = {}) {
     return a;
 }
 
-/// RESET→INIT→RTR→RTS for both QPs, attributes exchanged in process.
+/// RESET→INIT→RTR→RTS for both QPs, attributes exchanged in process
+/// (connect_qps, which also checks each QP's state after each step).
 inline void connect(Qp& a, const Device& da, Qp& b, const Device& db, const QpAttr& base = {}) {
-    for (Qp* q : {&a, &b}) {
-        QpAttr init = base;
-        init.qp_state = QpState::init;
-        init.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write;
-        REQUIRE(q->modify(init, QpAttrMask::state | QpAttrMask::access_flags) == 0);
-        CHECK(q->state() == QpState::init);
-    }
-    struct Side { Qp* self; Qp* peer; const Device* peer_dev; std::uint32_t psn_in, psn_out; };
-    for (const Side& s : {Side{&a, &b, &db, 2000, 1000}, Side{&b, &a, &da, 1000, 2000}}) {
-        QpAttr rtr = base;
-        rtr.qp_state = QpState::rtr;
-        rtr.dest_qp_num = s.peer->qp_num();
-        rtr.dest_conn_id = s.peer->conn_id();
-        rtr.rq_psn = s.psn_in;
-        rtr.peer = s.peer_dev->address();
-        REQUIRE(s.self->modify(rtr, QpAttrMask::state | QpAttrMask::path | QpAttrMask::dest_qpn |
-                                        QpAttrMask::rq_psn | QpAttrMask::mtu | QpAttrMask::mpr) == 0);
-        QpAttr rts = base;
-        rts.qp_state = QpState::rts;
-        rts.sq_psn = s.psn_out;
-        REQUIRE(s.self->modify(rts, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout |
-                                        QpAttrMask::retry_cnt | QpAttrMask::cc) == 0);
-        CHECK(s.self->state() == QpState::rts);
-    }
+    std::string step;
+    const int rc = connect_qps(a, da, b, db, base, &step);
+    INFO(step);
+    REQUIRE(rc == 0);
+}
+
+/// The WRITE_WITH_IMM transfer of the driver tests: `bytes` as 64 KiB
+/// WRITEs over 64 EVs, the last carrying `imm`, with a retry budget for a
+/// starved CI core (correctness is under test, not timing).
+inline TransferSpec imm_transfer_spec(std::size_t bytes, std::uint64_t seed, std::uint32_t imm) {
+    TransferSpec spec;
+    spec.bytes = bytes;
+    spec.msg_bytes = 64u << 10;
+    spec.seed = seed;
+    spec.last_imm = imm;
+    spec.qp.timeout_ns = 500'000'000;
+    spec.qp.evs = 64;
+    return spec;
+}
+
+/// What every transfer must show: set up, every WRITE completed exactly
+/// once and successfully, the destination byte-exact.
+inline void check_transfer(const TransferResult& r) {
+    INFO("setup: " << r.setup_step << " (" << r.setup_error << ")");
+    REQUIRE(r.setup_error == 0);
+    CHECK(r.post_error == 0);
+    CHECK_FALSE(r.timed_out);
+    CHECK(r.completions == r.messages);
+    CAPTURE(to_string(r.first_error));
+    CHECK(r.errors == 0);
+    CHECK(r.each_once);
+    CHECK(r.exact);  // not src == dst: Catch would print the buffers
+}
+
+/// A transfer that ended with a WRITE_WITH_IMM (TransferSpec::last_imm):
+/// one receive completion with the immediate, and by then every byte placed
+/// (its completion covers the message and every earlier one on the QP).
+inline void check_immediate(const TransferResult& r, std::uint32_t imm, std::size_t msg_bytes) {
+    REQUIRE(r.received.size() == 1);
+    const Wc& wc = r.received[0];
+    CHECK(wc.status == WcStatus::success);
+    CHECK(wc.opcode == WcOpcode::recv_rdma_with_imm);
+    CHECK(wc.imm_data == imm);
+    CHECK(wc.wr_id == kImmRecvWrId);
+    CHECK(wc.byte_len == msg_bytes);
+    CHECK(r.placed_at_imm);
 }
 
 inline std::vector<Wc> drain(Cq& cq) {

@@ -9,10 +9,13 @@
 // A new driver adds a factory to the file of the binary that can run it.
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "driver/driver.hpp"
@@ -49,6 +52,32 @@ std::vector<Factory> conformance_factories();
 inline std::uint64_t steady_ns() {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+/// D::open(config, out, error) — every driver's open has that shape — or
+/// the test fails with the driver's message.
+template <class D, class Config>
+std::unique_ptr<D> open_driver(const Config& config) {
+    std::unique_ptr<D> d;
+    std::string error;
+    const int rc = D::open(config, d, error);
+    INFO(error);
+    REQUIRE(rc == 0);
+    return d;
+}
+
+/// Two drivers on the real clock: time passes by itself, and frames of
+/// separate ports or sockets arrive as a multiset. The caller sets mac,
+/// set_link and whatever else differs.
+inline Pair realtime_pair(std::unique_ptr<driver::Driver> a, std::unique_ptr<driver::Driver> b, std::uint32_t planes) {
+    Pair p;
+    p.a = std::move(a);
+    p.b = std::move(b);
+    p.now = steady_ns;
+    p.advance = [](std::uint64_t) {};
+    p.planes = planes;
+    p.ordered = false;
+    return p;
 }
 
 }  // namespace omrc::test::conformance

@@ -50,11 +50,8 @@ std::vector<Factory> conformance_factories() {
          [](std::uint32_t planes) {
              udp::UdpConfig c;
              c.planes.assign(planes, udp::PlaneEndpoint{wire::Ipv6Addr{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 0});
-             std::unique_ptr<udp::UdpDriver> a, b;
-             std::string error;
-             INFO(error);
-             REQUIRE(udp::UdpDriver::open(c, a, error) == 0);
-             REQUIRE(udp::UdpDriver::open(c, b, error) == 0);
+             auto a = open_driver<udp::UdpDriver>(c);
+             auto b = open_driver<udp::UdpDriver>(c);
              udp::UdpDriver* d[2] = {a.get(), b.get()};
              Pair p = udp_pair(std::move(a), std::move(b), planes);
              p.set_link = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl, bool up) {

@@ -17,6 +17,7 @@
 
 #include "drivers/udp/udp.hpp"
 #include "support/verbs_net.hpp"
+#include "unit/drivers/conformance.hpp"
 #include "wire/ev.hpp"
 #include "wire/frame.hpp"
 #include "wire/sample_frames.hpp"
@@ -66,12 +67,7 @@ Owned frame_between(const udp::UdpDriver& from, const udp::UdpDriver& to, std::u
 std::unique_ptr<udp::UdpDriver> open_driver(std::uint32_t planes = 1) {
     udp::UdpConfig c;
     c.planes.assign(planes, udp::PlaneEndpoint{kLoopback, 0});
-    std::unique_ptr<udp::UdpDriver> d;
-    std::string error;
-    const int rc = udp::UdpDriver::open(c, d, error);
-    INFO(error);
-    REQUIRE(rc == 0);
-    return d;
+    return test::conformance::open_driver<udp::UdpDriver>(c);
 }
 
 /// Polls `d` until `n` frames arrived or 2 s passed.
@@ -443,9 +439,6 @@ TEST_CASE("udp driver: a frame crosses every source and destination port index",
 TEST_CASE("udp verbs: WRITEs and a WRITE_WITH_IMM between two devices, byte-exact", "[unit][udp]") {
     using namespace omrc::test;
     std::unique_ptr<Device> dev[2];
-    std::unique_ptr<Pd> pd[2];
-    std::unique_ptr<Cq> cq[2];
-    std::unique_ptr<Qp> qp[2];
     for (int i = 0; i < 2; ++i) {
         DeviceOptions o;
         o.args["local"] = "[::1]";
@@ -457,72 +450,11 @@ TEST_CASE("udp verbs: WRITEs and a WRITE_WITH_IMM between two devices, byte-exac
         REQUIRE(dev[i] != nullptr);
         CHECK(dev[i]->planes() == 4);
         CHECK(dev[i]->driver_name() == "udp");
-        pd[i] = dev[i]->alloc_pd();
-        cq[i] = dev[i]->create_cq(1024);
-        qp[i] = pd[i]->create_qp(init_attr(*cq[i], *cq[i]));
-        REQUIRE(qp[i] != nullptr);
     }
-    QpAttr base;
-    base.timeout_ns = 500'000'000;  // correctness under a starved CI core, not timing
-    base.evs = 64;
-    connect(*qp[0], *dev[0], *qp[1], *dev[1], base);
-
-    const std::size_t n = 8u << 20, msg = 64u << 10, count = n / msg;
-    std::vector<std::uint8_t> src(n), dst(n, 0);
-    std::mt19937_64 rng(5);
-    for (auto& b : src) b = static_cast<std::uint8_t>(rng());
-    auto smr = pd[0]->reg_mr(src.data(), n, AccessFlags::local_write);
-    auto dmr = pd[1]->reg_mr(dst.data(), n, AccessFlags::local_write | AccessFlags::remote_write);
-    REQUIRE(smr != nullptr);
-    REQUIRE(dmr != nullptr);
-    std::uint8_t sink = 0;
-    auto rmr = pd[1]->reg_mr(&sink, 1, AccessFlags::local_write);
-    const Sge rsge{addr_of(&sink), 1, rmr->lkey()};
-    RecvWr rw;
-    rw.wr_id = 77;
-    rw.sg_list = {&rsge, 1};
-    REQUIRE(qp[1]->post_recv(rw) == 0);
-
-    std::size_t posted = 0, done = 0, errors = 0;
-    bool imm_seen = false;
-    Wc wc[32];
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while ((done < count || !imm_seen) && std::chrono::steady_clock::now() < deadline) {
-        while (posted < count && posted - done < 16) {
-            const Sge sge{addr_of(src.data()) + posted * msg, static_cast<std::uint32_t>(msg), smr->lkey()};
-            SendWr w;
-            w.wr_id = posted;
-            w.send_flags = SendFlags::signaled;
-            w.sg_list = {&sge, 1};
-            w.remote_addr = addr_of(dst.data()) + posted * msg;
-            w.rkey = dmr->rkey();
-            if (posted + 1 == count) {
-                w.opcode = WrOpcode::rdma_write_with_imm;
-                w.imm_data = 0xC0FFEE;
-            }
-            REQUIRE(qp[0]->post_send(w) == 0);
-            ++posted;
-        }
-        dev[0]->progress();
-        dev[1]->progress();
-        for (std::size_t k = cq[0]->poll(wc), i = 0; i < k; ++i) {
-            ++done;
-            if (wc[i].status != WcStatus::success) ++errors;
-        }
-        for (std::size_t k = cq[1]->poll(wc), i = 0; i < k; ++i) {
-            CHECK(wc[i].opcode == WcOpcode::recv_rdma_with_imm);
-            CHECK(wc[i].imm_data == 0xC0FFEE);
-            CHECK(wc[i].wr_id == 77);
-            CHECK(wc[i].byte_len == msg);
-            imm_seen = wc[i].status == WcStatus::success;
-            // WRITE_WITH_IMM semantics: every earlier message is placed.
-            CHECK(std::memcmp(src.data(), dst.data(), n) == 0);
-        }
-    }
-    CHECK(done == count);
-    CHECK(errors == 0);
-    CHECK(imm_seen);
-    CHECK(std::memcmp(src.data(), dst.data(), n) == 0);
+    const TransferSpec spec = imm_transfer_spec(8u << 20, 5, 0xC0FFEE);
+    const TransferResult r = transfer(*dev[0], *dev[1], spec);
+    check_transfer(r);
+    check_immediate(r, 0xC0FFEE, spec.msg_bytes);
     const std::string stats = dev[1]->stats_json();
     CHECK(stats.find("\"name\":\"udp\"") != std::string::npos);
     CHECK(stats.find("rx_socket_overflow") != std::string::npos);
