@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// write_bw (session.hpp): the client keeps tx_depth WRITEs outstanding on
+// every QP, round-robin, for `iters` WRITEs or `duration_s`; the server only
+// progresses its device. Average and peak bandwidth and the message rate.
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <isa-l/crc64.h>
+
+#include "session.hpp"
+
+namespace omrc::perf {
+
+std::vector<std::uint64_t> buffer_crcs(const Endpoint& ep, std::uint32_t size) {
+    std::vector<std::uint64_t> crcs;
+    for (std::size_t q = 0; q < ep.qps.size(); ++q) crcs.push_back(crc64_ecma_refl(0, ep.buf + q * ep.buf_per_qp, size));
+    return crcs;
+}
+
+std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r) {
+    const std::size_t nqps = ep.qps.size();
+    std::vector<std::uint64_t> outstanding(nqps, 0);
+    std::vector<Clock::time_point> done_at;
+    done_at.reserve(o.duration_s > 0 ? 1u << 20 : iters);
+    const bool timed = o.duration_s > 0;
+    const auto start = Clock::now();
+    const auto stop_posting = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+    std::uint64_t posted = 0, completed = 0;
+    auto last_progress = start;
+    Wc wc[64];
+    std::size_t next_qp = 0;
+    for (;;) {
+        const bool more = timed ? Clock::now() < stop_posting : posted < iters;
+        if (!more && completed == posted) break;
+        // Post round-robin over the QPs, up to tx_depth outstanding each.
+        for (std::size_t k = 0; more && k < nqps; ++k, next_qp = (next_qp + 1) % nqps) {
+            const std::size_t i = next_qp;
+            while (outstanding[i] < o.tx_depth && (timed || posted < iters)) {
+                const Sge sge{ep.local[i].va, size, ep.mr->lkey()};
+                SendWr w;
+                w.wr_id = i;
+                w.send_flags = SendFlags::signaled;
+                w.sg_list = {&sge, 1};
+                w.remote_addr = ep.remote[i].va;
+                w.rkey = ep.remote[i].rkey;
+                if (int rc = ep.qps[i]->post_send(w)) return fmt::format("post_send: {}", std::strerror(rc));
+                ++outstanding[i];
+                ++posted;
+                if (timed) break;  // check the clock often
+            }
+        }
+        ep.dev->progress();
+        for (std::size_t n = ep.scq->poll(wc), k = 0; k < n; ++k) {
+            if (auto e = check_wc(wc[k]); !e.empty()) return e;
+            --outstanding[wc[k].wr_id];
+            ++completed;
+            done_at.push_back(Clock::now());
+            last_progress = done_at.back();
+        }
+        if (Clock::now() - last_progress > std::chrono::seconds(10))
+            return fmt::format("no WRITE completed for 10 s ({} of {} done)", completed, posted);
+    }
+    const double secs = seconds_between(start, done_at.empty() ? Clock::now() : done_at.back());
+    const double scale = o.report_gbits ? 8.0 / 1e9 : 1.0 / (1u << 20);
+    r.bytes = size;
+    r.iterations = completed;
+    r.bw_avg = secs > 0 ? static_cast<double>(completed) * size * scale / secs : 0;
+    r.msg_rate_mpps = secs > 0 ? static_cast<double>(completed) / secs / 1e6 : 0;
+    // Peak: the best rate over any window of W consecutive completions.
+    const std::size_t w = std::clamp<std::size_t>(done_at.size() / 10, 1, 1000);
+    double best = 0;
+    for (std::size_t i = 0; i + w < done_at.size(); ++i) {
+        const double dt = seconds_between(done_at[i], done_at[i + w]);
+        if (dt > 0) best = std::max(best, static_cast<double>(w) * size * scale / dt);
+    }
+    r.bw_peak = std::max(best, r.bw_avg);
+    return {};
+}
+
+}  // namespace omrc::perf
