@@ -55,6 +55,7 @@ double cpu_seconds() {
 class Runner {
 public:
     explicit Runner(const ScenarioConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5EEDF00Dull) {}
+    /// build(), simulate(), summarise(), with the wall time of the first two.
     Result run();
 
 private:
@@ -72,6 +73,19 @@ private:
     std::uint32_t link_port(const FailureSpec& f) const;
     TimePs ideal_fct_ps(const Flow& f) const;
     TimePs base_rtt_ps() const;
+
+    /// The simulator, the workload, the topology with its engines, one QP
+    /// pair per (sender, receiver), the payload buffers, the failure
+    /// schedule and the first step.
+    void build();
+    /// Runs to completion or max_time_ps.
+    void simulate();
+    /// What came out: flows, steps, counters, telemetry.
+    [[nodiscard]] Result summarise() const;
+    void summarise_flows(Result& r) const;   ///< FCTs and their ideals, completion, job time
+    void summarise_steps(Result& r) const;   ///< each step's duration and ideal
+    void summarise_counters(Result& r) const;  ///< retransmits, trims, marks, drops, errors
+    void summarise_telemetry(Result& r) const;  ///< per-plane rates, uplink utilisation
 
     const ScenarioConfig& cfg_;
     core::Rng rng_;
@@ -334,6 +348,17 @@ void Runner::schedule_failures() {
 
 Result Runner::run() {
     const auto t_build = std::chrono::steady_clock::now();
+    build();
+    const auto t_run = std::chrono::steady_clock::now();
+    simulate();
+    const auto t_end = std::chrono::steady_clock::now();
+    Result r = summarise();
+    r.build_s = std::chrono::duration<double>(t_run - t_build).count();
+    r.wall_s = std::chrono::duration<double>(t_end - t_run).count();
+    return r;
+}
+
+void Runner::build() {
     srv6_ = cfg_.routing == RoutingMode::usid && cfg_.topology.kind != TopologyKind::fat_tree;
     SimConfig sc = cfg_.sim;
     sc.seed = cfg_.seed;
@@ -390,13 +415,16 @@ Result Runner::run() {
     step_end_.assign(plan_.steps.size(), kNeverPs);
     schedule_failures();
     sim_->schedule(cfg_.workload.start_ps, [this] { start_step(0); });
-    const auto t_run = std::chrono::steady_clock::now();
+}
+
+void Runner::simulate() {
     const double cpu0 = cpu_seconds();
     sim_->run(cfg_.max_time_ps);
     cpu_run_s_ = cpu_seconds() - cpu0;
-    const auto t_end = std::chrono::steady_clock::now();
     if (dead_switch_ != kNone) measure_dead_path();
+}
 
+Result Runner::summarise() const {
     Result r;
     r.name = cfg_.name;
     r.hosts = topo_.hosts;
@@ -406,8 +434,28 @@ Result Runner::run() {
     r.nics = sim_->nic_count();
     r.switches = sim_->switch_count();
     r.ports = sim_->port_count();
-    r.build_s = std::chrono::duration<double>(t_run - t_build).count();
-    r.wall_s = std::chrono::duration<double>(t_end - t_run).count();
+    summarise_flows(r);
+    summarise_steps(r);
+    summarise_counters(r);
+    summarise_telemetry(r);
+    r.data_packets = sim_->data_packets_sent();
+    r.packets = sim_->packets_sent();
+    r.events = sim_->events_processed();
+    r.dead_path_last_drop_us = dead_path_last_drop_us_;
+    r.dead_path_p90_drop_us = dead_path_p90_drop_us_;
+    r.dead_path_share_50us = dead_path_share_50us_;
+    r.dead_path_drops = dead_path_drops_;
+    if (cfg_.carry_payload)
+        for (std::size_t i = 0; i < plan_.flows.size(); ++i)
+            if (!std::equal(send_bufs_[i].begin(), send_bufs_[i].end(), recv_bufs_[i].begin(), recv_bufs_[i].end()))
+                ++r.payload_mismatches;
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) == 0) r.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;
+    r.cpu_s = cpu_run_s_;
+    return r;
+}
+
+void Runner::summarise_flows(Result& r) const {
     r.completed = std::all_of(plan_.flows.begin(), plan_.flows.end(), [](const Flow& f) { return f.end_ps != kNeverPs; });
     TimePs first = kNeverPs, last = 0;
     std::vector<double> ratio;
@@ -441,6 +489,10 @@ Result Runner::run() {
         r.fct_max_us = *std::max_element(r.fct_us.begin(), r.fct_us.end());
         r.fct_p99_over_ideal = percentile(ratio, 0.99);
     }
+    r.job_us = last > first && first != kNeverPs ? to_us(last - first) : 0;
+}
+
+void Runner::summarise_steps(Result& r) const {
     std::vector<std::uint64_t> out_bytes(topo_.hosts, 0), in_bytes(topo_.hosts, 0);
     for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
         // A step can be no shorter than its slowest flow alone, nor than the
@@ -474,7 +526,9 @@ Result Runner::run() {
         r.ideal_job_us += ideal;
         if (step_end_[s] != kNeverPs) r.step_us.push_back(to_us(step_end_[s] - step_start_[s]));
     }
-    r.job_us = last > first && first != kNeverPs ? to_us(last - first) : 0;
+}
+
+void Runner::summarise_counters(Result& r) const {
     for (const auto& [nic, qpn] : qps_) {
         const core::Qp* qp = sim_->engine(nic).find_qp(qpn);
         if (qp == nullptr) continue;
@@ -488,6 +542,9 @@ Result Runner::run() {
         r.drops += p.drops;
     }
     r.qp_errors = qp_errors_;
+}
+
+void Runner::summarise_telemetry(Result& r) const {
     const double job_s = r.job_us * 1e-6;
     // Per-plane throughput and its time series.
     r.bucket_us = to_us(cfg_.telemetry_bucket_ps);
@@ -519,21 +576,6 @@ Result Runner::run() {
         const double mean = sum / n;
         r.t0_t1_util_cov = std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean;
     }
-    r.data_packets = sim_->data_packets_sent();
-    r.packets = sim_->packets_sent();
-    r.events = sim_->events_processed();
-    r.dead_path_last_drop_us = dead_path_last_drop_us_;
-    r.dead_path_p90_drop_us = dead_path_p90_drop_us_;
-    r.dead_path_share_50us = dead_path_share_50us_;
-    r.dead_path_drops = dead_path_drops_;
-    if (cfg_.carry_payload)
-        for (std::size_t i = 0; i < plan_.flows.size(); ++i)
-            if (!std::equal(send_bufs_[i].begin(), send_bufs_[i].end(), recv_bufs_[i].begin(), recv_bufs_[i].end()))
-                ++r.payload_mismatches;
-    rusage ru{};
-    if (getrusage(RUSAGE_SELF, &ru) == 0) r.peak_rss_bytes = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;
-    r.cpu_s = cpu_run_s_;
-    return r;
 }
 
 }  // namespace
