@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // omrc-perf: RDMA WRITE bandwidth and latency over OpenMRC, shaped like
-// perftest's ib_write_bw / ib_write_lat (docs/DRIVERS.md, "omrc-perf").
+// perftest's ib_write_bw / ib_write_lat (docs/PERF.md).
 //
 //   omrc-perf write_bw [options]                  server: waits for one client
 //   omrc-perf write_bw [options] <server-host>    client: runs the test

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // omrc-perf: perftest-shaped RDMA WRITE bandwidth and latency tests over the
-// OpenMRC verbs API (docs/DRIVERS.md, "omrc-perf").
+// OpenMRC verbs API (docs/PERF.md).
 #pragma once
 
 #include <any>

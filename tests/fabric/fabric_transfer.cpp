@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The OpenMRC half of the real SRv6 uSID fabric test (tests/fabric/usid_clos.sh,
-// docs/DRIVERS.md). Two devices over DPDK ports (one port per plane) attached
+// docs/FABRIC-TEST.md). Two devices over DPDK ports (one port per plane) attached
 // to a Clos of Linux SRv6 routers; the sender sprays RDMA WRITEs over every
 // plane and T1 path through the public verbs API while the fabric fails:
 //

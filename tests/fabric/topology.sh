@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Sourced by usid_clos.sh: builds and removes a multi-plane two-tier Clos of
-# Linux SRv6 routers in network namespaces (docs/DRIVERS.md, "Real SRv6 uSID
-# fabric test", has the picture).
+# Linux SRv6 routers in network namespaces (docs/FABRIC-TEST.md has the
+# picture).
 #
 # Numbering follows lib/routing/fabric.hpp (docs/PROTOCOL.md §7.4):
 #   block fcbb:0000 (32 bits), then 16-bit uSIDs

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The real SRv6 uSID fabric test (docs/DRIVERS.md, "Real SRv6 uSID fabric
-# test"): a two-plane, two-tier Clos of Linux SRv6 routers in network
+# The real SRv6 uSID fabric test (docs/FABRIC-TEST.md): a two-plane, two-tier Clos of Linux SRv6 routers in network
 # namespaces (tests/fabric/topology.sh), checked first on its own with
 # OpenMRC frames (fabric_probe), then carrying an OpenMRC transfer between two
 # DPDK devices while a T0–T1 link and then a whole receiver port go down
