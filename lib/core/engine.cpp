@@ -265,6 +265,7 @@ void Engine::ensure_sender(Qp& qp) {
     // for it — about 75 KB a QP at the default window and EV count.
     if (!qp.pkts.empty()) return;
     qp.pkts.assign(qp.rcv_window, TxPkt{});
+    qp.plane_counters.assign(kMaxPlanes, PlaneCounters{});
     // Each EV's tracking ring holds twice its share of a full window, so
     // with even spraying every packet in flight is tracked by its EV.
     const QpAttr& a = qp.attr;

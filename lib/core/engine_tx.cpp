@@ -117,10 +117,14 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
         }
     }
     ++slot.counters.sent;
+    PlaneCounters& pc = qp.plane_counters[packet_plane(p)];
     if (retransmit) {
         ++qp.stats.data_pkts_resent;
+        ++pc.data_resent;
     } else {
         ++qp.stats.data_pkts_sent;
+        ++pc.data_sent;
+        pc.data_bytes_sent += p.len;
         qp.stats.data_bytes_sent += p.len;
     }
     if (const TimeNs t = now + ev_timeout(qp); t < qp.next_scan_ns) {
@@ -185,6 +189,7 @@ void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
     TxPkt& p = qp.pkt(psn);
     if (p.acked || p.lost) return;
     p.lost = true;
+    ++qp.plane_counters[packet_plane(p)].lost;
     assert(qp.inflight_bytes >= p.len && "inflight_bytes covers every packet neither acked nor lost");
     qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
     if (front) qp.resend.push_front(psn);
@@ -269,6 +274,7 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     ++qp.stats.pkts_sacked;
     // Send-order loss detection: the latest send time known delivered. A
     // packet sent more than once does not say which copy arrived.
+    ++qp.plane_counters[packet_plane(p)].acked;
     TimeNs& rack = qp.rack_sent_ns[packet_plane(p)];
     if (p.tx_count == 1 && p.sent_ns > rack) rack = p.sent_ns;
     ++qp.acked_above_una;  // until advance_una passes it
@@ -451,6 +457,7 @@ void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
         if (slot.ev != s.ev) continue;
         if (once) {
             ++slot.counters.ecn;
+            ++qp.plane_counters[std::min<std::uint32_t>(slot.plane, kMaxPlanes - 1)].ecn_echoes;
             qp.paths.mark_skip(i);
         } else if (qp.paths.policy() == PathPolicy::adaptive) {
             retire_slot(qp, i, now, RetireCause::always_skip);
@@ -620,6 +627,7 @@ void Engine::on_nack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     const bool trim = reason == wire::NackReason::trimmed || reason == wire::NackReason::trimmed_lasthop;
     if (trim) {
         ++qp.stats.trims_nacked;
+        if (p.tx_count != 0) ++qp.plane_counters[packet_plane(p)].trims;
         if (qp.cc) qp.cc->on_trim(now);
         EvSlot& slot = qp.paths.slot(p.ev_slot);
         if (slot.ev == n.ev) {

@@ -97,6 +97,8 @@ struct Qp {
     /// Per plane: latest send time of a packet sent once and acknowledged
     /// (planes may differ in delay; T1 paths of a plane do not by design).
     std::array<TimeNs, kMaxPlanes> rack_sent_ns{};
+    /// Per plane (kMaxPlanes entries once the QP has sent; empty before).
+    std::vector<PlaneCounters> plane_counters;
     std::uint32_t untracked = 0;    ///< packets in flight whose transmission no EV ring tracks (the window sweep covers them)
     std::uint32_t acked_above_una = 0;  ///< packets in (snd_una, snd_nxt) already acknowledged (SACK bitmaps)
     std::uint64_t inflight_bytes = 0;

@@ -67,6 +67,18 @@ struct EngineStats {
     std::uint64_t path_events_dropped = 0;  ///< path events not polled before the queue filled (oldest dropped)
 };
 
+/// What one plane carried for a sending QP (Qp::plane_counters, by the
+/// plane of the packet's EV). Sums over planes equal the QP-wide counts.
+struct PlaneCounters {
+    std::uint64_t data_sent = 0;     ///< first transmissions
+    std::uint64_t data_resent = 0;   ///< retransmissions
+    std::uint64_t data_bytes_sent = 0;  ///< payload bytes of first transmissions
+    std::uint64_t acked = 0;         ///< packets newly acknowledged (by the plane they were last sent on)
+    std::uint64_t lost = 0;          ///< declared lost (any detection)
+    std::uint64_t ecn_echoes = 0;    ///< SKIP_ONCE SACKs for an EV of the plane
+    std::uint64_t trims = 0;         ///< trim NACKs for a packet sent on the plane
+};
+
 struct QpStats {
     std::uint64_t data_pkts_sent = 0;     ///< first transmissions
     std::uint64_t data_pkts_resent = 0;   ///< retransmissions (any cause)

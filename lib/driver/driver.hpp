@@ -102,6 +102,16 @@ public:
     /// name/value pairs appended to `out`; shown under "counters" in
     /// Device::stats_json().
     virtual void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const { (void)out; }
+
+    /// Stats for readers outside the owning thread (the DPDK driver's
+    /// telemetry commands). stats_wanted(): someone asked since the last
+    /// publish_stats() — one relaxed atomic load, checked by the runtime on
+    /// every progress pass. publish_stats(): the owning thread's answer, the
+    /// device's stats document (Device::stats_json(), a JSON object). The
+    /// driver keeps the newest snapshot for its readers; it must not block
+    /// the caller for longer than a mutex hand-over.
+    [[nodiscard]] virtual bool stats_wanted() const { return false; }
+    virtual void publish_stats(std::string json) { (void)json; }
 };
 
 }  // namespace omrc::driver

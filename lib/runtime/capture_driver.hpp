@@ -41,6 +41,8 @@ public:
     [[nodiscard]] driver::IcrcHandling icrc() const override { return inner_->icrc(); }
     /// The inner driver's counters, then `capture.frames` and `capture.bytes`.
     void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const override;
+    [[nodiscard]] bool stats_wanted() const override { return inner_->stats_wanted(); }
+    void publish_stats(std::string json) override { inner_->publish_stats(std::move(json)); }
 
 private:
     CaptureDriver(std::unique_ptr<driver::Driver> inner, pcap* dead, pcap_dumper* dumper);

@@ -10,7 +10,7 @@
 namespace omrc::runtime {
 
 ProgressLoop::ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg)
-    : drv_(drv), engine_(engine), cfg_(cfg) {
+    : drv_(drv), engine_(engine), cfg_(cfg), path_log_(cfg.path_log) {
     cfg_.rx_burst_frames = std::max<std::uint32_t>(cfg_.rx_burst_frames, 1);
     cfg_.tx_burst_frames = std::max<std::uint32_t>(cfg_.tx_burst_frames, 1);
     cfg_.max_bursts_per_pass = std::max<std::uint32_t>(cfg_.max_bursts_per_pass, 1);
@@ -30,6 +30,9 @@ std::size_t ProgressLoop::run_once(core::TimeNs now, CompletionSink& sink) {
     }
     work += transmit(now);
     work += drain_completions(sink);
+    // Retirements, probes and restorations of this pass as log lines (the
+    // port changes of poll_links() among them).
+    path_log_.drain(engine_, now);
     return work;
 }
 
@@ -38,10 +41,8 @@ std::size_t ProgressLoop::poll_links(core::TimeNs now) {
     std::size_t total = 0;
     for (;;) {
         const std::size_t n = drv_.poll_link_events(events);
-        for (std::size_t i = 0; i < n; ++i) {
-            log::logger().info("plane {} link {}", events[i].plane, events[i].up ? "up" : "down");
+        for (std::size_t i = 0; i < n; ++i)
             (void)engine_.submit(core::CmdLinkChange{events[i].plane, events[i].up}, now);
-        }
         total += n;
         if (n < events.size()) break;
     }

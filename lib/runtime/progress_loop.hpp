@@ -28,6 +28,7 @@
 
 #include "core/engine.hpp"
 #include "driver/driver.hpp"
+#include "runtime/path_event_log.hpp"
 
 namespace omrc::runtime {
 
@@ -37,6 +38,8 @@ struct ProgressConfig {
     /// Bursts per direction in one pass; more work than that is left for the
     /// next pass (next_wakeup() then says "now"), bounding one pass's latency.
     std::uint32_t max_bursts_per_pass = 16;
+    /// The path-event log lines (retire, probe, restore, port down/up).
+    PathLogConfig path_log{};
 };
 
 struct ProgressStats {
@@ -81,6 +84,8 @@ public:
     /// Send completions waiting for the driver to release their frames.
     [[nodiscard]] std::size_t held_completions() const noexcept { return held_.size(); }
     [[nodiscard]] const ProgressStats& stats() const noexcept { return stats_; }
+    /// The engine's path events seen so far, by kind (each pass drains them).
+    [[nodiscard]] const PathEventCounts& path_events() const noexcept { return path_log_.counts(); }
 
 private:
     std::size_t poll_links(core::TimeNs now);
@@ -101,6 +106,7 @@ private:
     core::Engine& engine_;
     ProgressConfig cfg_;
     ProgressStats stats_{};
+    PathEventLog path_log_;
     bool pending_ = true;  ///< a pass stopped at a limit, or work was submitted since
     std::vector<driver::RxFrame> rx_buf_;
     std::vector<wire::GatherFrame> tx_buf_;

@@ -25,6 +25,99 @@ nlohmann::json ev_json(std::size_t slot, const core::EvSlot& s) {
             {"retirements", c.retirements}, {"skips", c.skips}, {"parked", s.parked}};
 }
 
+/// Per plane: what the QP sent on it (Qp::plane_counters), its EVs, its RTT.
+nlohmann::json planes_json(const core::Qp& qp) {
+    const core::PathSet& paths = qp.paths;
+    nlohmann::json out = nlohmann::json::array();
+    for (std::uint32_t p = 0; p < paths.planes(); ++p) {
+        std::uint32_t active = 0, skipping = 0, parked = 0, bad = 0;
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+            const core::EvSlot& s = paths.slot(i);
+            if (s.plane != p) continue;
+            if (s.parked) ++parked;
+            else if (s.state == core::EvState::skip) ++skipping;
+            else ++active;
+        }
+        for (const core::BadEv& b : paths.bad()) bad += b.plane == p ? 1 : 0;
+        const core::PlaneCounters c = p < qp.plane_counters.size() ? qp.plane_counters[p] : core::PlaneCounters{};
+        const bool sampled = (qp.planes_sampled >> p) & 1u;
+        out.push_back({{"plane", p},
+                       {"data_sent", c.data_sent},
+                       {"data_resent", c.data_resent},
+                       {"data_bytes_sent", c.data_bytes_sent},
+                       {"acked", c.acked},
+                       {"lost", c.lost},
+                       {"ecn_echoes", c.ecn_echoes},
+                       {"trims", c.trims},
+                       {"evs_active", active},
+                       {"evs_skipping", skipping},
+                       {"evs_parked", parked},
+                       {"evs_assumed_bad", bad},
+                       {"rtt_min_ns", sampled ? qp.plane_rtt[p].min_ns : 0},
+                       {"rtt_max_ns", sampled ? qp.plane_rtt[p].max_ns : 0}});
+    }
+    return out;
+}
+
+/// Per (plane, T1) group (one per plane where the fabric is not known): the
+/// EVs on it now, the per-slot counters of those EVs, and its probe stream.
+nlohmann::json groups_json(const core::Qp& qp) {
+    const core::PathSet& paths = qp.paths;
+    const std::uint32_t per_plane = paths.groups_per_plane();
+    struct Acc {
+        std::uint32_t evs = 0, bad = 0;
+        std::uint64_t sent = 0, acked = 0, lost = 0, timeouts = 0;
+    };
+    std::vector<Acc> acc(static_cast<std::size_t>(paths.planes()) * per_plane);
+    auto at = [&](std::uint32_t plane, std::uint32_t group) -> Acc* {
+        if (plane >= paths.planes() || group >= per_plane) return nullptr;
+        return &acc[static_cast<std::size_t>(plane) * per_plane + group];
+    };
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        const core::EvSlot& s = paths.slot(i);
+        if (Acc* a = at(s.plane, paths.group_of(s.ev))) {
+            ++a->evs;
+            a->sent += s.counters.sent;
+            a->acked += s.counters.acked;
+            a->lost += s.counters.lost;
+            a->timeouts += s.counters.timeouts;
+        }
+    }
+    for (const core::BadEv& b : paths.bad())
+        if (Acc* a = at(b.plane, b.group)) ++a->bad;
+    nlohmann::json out = nlohmann::json::array();
+    for (std::uint32_t p = 0; p < paths.planes(); ++p) {
+        for (std::uint32_t g = 0; g < per_plane; ++g) {
+            const Acc& a = *at(p, g);
+            nlohmann::json j = {{"plane", p},
+                                {"t1", paths.groups_per_plane() > 1 ? nlohmann::json(g) : nlohmann::json(nullptr)},
+                                {"evs", a.evs},
+                                {"evs_assumed_bad", a.bad},
+                                {"slot_sent", a.sent},
+                                {"slot_acked", a.acked},
+                                {"slot_lost", a.lost},
+                                {"slot_timeouts", a.timeouts},
+                                {"retirements", 0},
+                                {"restorations", 0},
+                                {"probes", 0},
+                                {"probe_answers", 0},
+                                {"probing", false},
+                                {"last_failure_ns", nullptr}};
+            for (const core::ProbeGroup& pg : paths.groups()) {
+                if (pg.plane != p || pg.group != g) continue;
+                j["retirements"] = pg.retirements;
+                j["restorations"] = pg.restorations;
+                j["probes"] = pg.probes;
+                j["probe_answers"] = pg.answers;
+                j["probing"] = a.bad != 0;
+                if (pg.failed_ns != 0) j["last_failure_ns"] = pg.failed_ns;
+            }
+            out.push_back(std::move(j));
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 const char* to_string(core::QpState s) noexcept {
@@ -98,6 +191,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
             {"cc", qp.cc ? qp.cc->name() : "none"},
             {"rcv_cack", qp.rcv_cack},
             {"stats", std::move(stats)},
+            {"planes", planes_json(qp)},
             {"paths",
              {{"policy", to_string(qp.paths.policy())},
               {"backups", qp.paths.backups()},
@@ -105,6 +199,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
               {"restorations", qp.paths.restorations()},
               {"parked", qp.paths.parked()},
               {"assumed_bad", std::move(bad)},
+              {"groups", groups_json(qp)},
               {"evs", std::move(evs)}}}};
 }
 
@@ -129,6 +224,75 @@ nlohmann::json driver_json(const driver::Driver& drv) {
             {"tx_dropped_full", s.tx_dropped_full},
             {"rx_dropped_full", s.rx_dropped_full},
             {"tx_release_count", drv.tx_release_count()}};
+}
+
+nlohmann::json path_events_json(const PathEventCounts& c, const core::EngineStats& s) {
+    nlohmann::json j = nlohmann::json::object();
+    for (std::size_t k = 0; k < c.by_kind.size(); ++k)
+        j[core::to_string(static_cast<core::PathEventKind>(k))] = c.by_kind[k];
+    j["logged"] = c.logged;
+    j["log_suppressed"] = c.suppressed;
+    j["dropped"] = s.path_events_dropped;
+    return j;
+}
+
+nlohmann::json planes_summary_json(const driver::Driver& drv, std::span<const core::Qp* const> qps) {
+    struct Acc {
+        core::PlaneCounters c{};
+        std::uint64_t evs_active = 0, evs_parked = 0, evs_assumed_bad = 0;
+        std::uint64_t retirements = 0, restorations = 0, probes = 0, probe_answers = 0;
+    };
+    std::vector<Acc> acc(drv.planes());
+    for (const core::Qp* qp : qps) {
+        const core::PathSet& paths = qp->paths;
+        for (std::uint32_t p = 0; p < acc.size() && p < qp->plane_counters.size(); ++p) {
+            const core::PlaneCounters& c = qp->plane_counters[p];
+            core::PlaneCounters& a = acc[p].c;
+            a.data_sent += c.data_sent;
+            a.data_resent += c.data_resent;
+            a.data_bytes_sent += c.data_bytes_sent;
+            a.acked += c.acked;
+            a.lost += c.lost;
+            a.ecn_echoes += c.ecn_echoes;
+            a.trims += c.trims;
+        }
+        if (qp->plane_counters.empty()) continue;  // never sent: no paths in use
+        for (std::size_t i = 0; i < paths.size(); ++i) {
+            const core::EvSlot& s = paths.slot(i);
+            if (s.plane >= acc.size()) continue;
+            ++(s.parked ? acc[s.plane].evs_parked : acc[s.plane].evs_active);
+        }
+        for (const core::BadEv& b : paths.bad())
+            if (b.plane < acc.size()) ++acc[b.plane].evs_assumed_bad;
+        for (const core::ProbeGroup& g : paths.groups()) {
+            if (g.plane >= acc.size()) continue;
+            acc[g.plane].retirements += g.retirements;
+            acc[g.plane].restorations += g.restorations;
+            acc[g.plane].probes += g.probes;
+            acc[g.plane].probe_answers += g.answers;
+        }
+    }
+    nlohmann::json out = nlohmann::json::array();
+    for (std::uint32_t p = 0; p < acc.size(); ++p) {
+        const Acc& a = acc[p];
+        out.push_back({{"plane", p},
+                       {"link_up", drv.link_up(p)},
+                       {"data_sent", a.c.data_sent},
+                       {"data_resent", a.c.data_resent},
+                       {"data_bytes_sent", a.c.data_bytes_sent},
+                       {"acked", a.c.acked},
+                       {"lost", a.c.lost},
+                       {"ecn_echoes", a.c.ecn_echoes},
+                       {"trims", a.c.trims},
+                       {"evs_active", a.evs_active},
+                       {"evs_parked", a.evs_parked},
+                       {"evs_assumed_bad", a.evs_assumed_bad},
+                       {"retirements", a.retirements},
+                       {"restorations", a.restorations},
+                       {"probes", a.probes},
+                       {"probe_answers", a.probe_answers}});
+    }
+    return out;
 }
 
 nlohmann::json progress_json(const ProgressStats& s) {

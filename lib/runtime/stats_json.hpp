@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -19,6 +20,12 @@ namespace omrc::runtime {
 [[nodiscard]] nlohmann::json qp_json(const core::Qp& qp);
 [[nodiscard]] nlohmann::json driver_json(const driver::Driver& drv);
 [[nodiscard]] nlohmann::json progress_json(const ProgressStats& s);
+/// Path events seen by the progress loop, by kind, with those the engine
+/// dropped before they were drained.
+[[nodiscard]] nlohmann::json path_events_json(const PathEventCounts& c, const core::EngineStats& s);
+/// Per plane over a device's QPs: the link, what was sent and lost, the EVs
+/// active and out, and the (plane, T1) groups' retirements and probes.
+[[nodiscard]] nlohmann::json planes_summary_json(const driver::Driver& drv, std::span<const core::Qp* const> qps);
 
 [[nodiscard]] const char* to_string(core::QpState s) noexcept;
 

@@ -231,7 +231,10 @@ std::unique_ptr<Cq> Device::create_cq(int cqe, int* err) {
 
 std::size_t Device::progress() {
     const detail::OwnerScope owner(*core_);
-    return core_->loop->run_once(core_->now(), *core_);
+    const std::size_t work = core_->loop->run_once(core_->now(), *core_);
+    // A reader on another thread (DPDK telemetry) asked for the stats.
+    if (core_->attached.driver->stats_wanted()) core_->attached.driver->publish_stats(stats_json());
+    return work;
 }
 
 std::uint64_t Device::next_wakeup_ns() const { return core_->loop->next_wakeup(core_->now()); }
@@ -269,15 +272,22 @@ std::string Device::stats_json() const {
             {"no_access", m.rejected[static_cast<std::size_t>(core::PlaceStatus::no_access)]},
             {"out_of_bounds", m.rejected[static_cast<std::size_t>(core::PlaceStatus::out_of_bounds)]}}}}},
         {"cqs", std::move(cqs)},
-        {"completions_orphaned", c.completions_orphaned}};
+        {"completions_orphaned", c.completions_orphaned},
+        {"path_events", runtime::path_events_json(c.loop->path_events(), c.engine->stats())}};
     doc["engine"] = runtime::engine_json(*c.engine);
     doc["driver"] = runtime::driver_json(*c.attached.driver);
     std::vector<std::uint32_t> qpns;
     for (const auto& [qpn, qp] : c.qps) qpns.push_back(qpn);
     std::sort(qpns.begin(), qpns.end());
     nlohmann::json qps = nlohmann::json::array();
-    for (std::uint32_t qpn : qpns)
-        if (const core::Qp* q = c.engine->find_qp(qpn)) qps.push_back(runtime::qp_json(*q));
+    std::vector<const core::Qp*> live;
+    for (std::uint32_t qpn : qpns) {
+        if (const core::Qp* q = c.engine->find_qp(qpn)) {
+            qps.push_back(runtime::qp_json(*q));
+            live.push_back(q);
+        }
+    }
+    doc["planes"] = runtime::planes_summary_json(*c.attached.driver, live);
     doc["qps"] = std::move(qps);
     return doc.dump();
 }

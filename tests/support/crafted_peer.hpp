@@ -144,13 +144,31 @@ public:
         return out;
     }
 
-    /// The frames of `frames` with opcode `op`.
+    /// The frames of `frames` with opcode `op` (pointers into `frames`).
     static std::vector<const SentFrame*> only(const std::vector<SentFrame>& frames, wire::Opcode op) {
         std::vector<const SentFrame*> out;
         for (const SentFrame& s : frames)
             if (s.f.bth.opcode == op) out.push_back(&s);
         return out;
     }
+
+    /// The same from a temporary (`only(peer.sent(), op)`): the result keeps
+    /// the frames alive, so its pointers stay valid. Move-only: a copy would
+    /// point into the original.
+    struct Picked {
+        std::vector<SentFrame> frames;
+        std::vector<const SentFrame*> picked;
+        Picked(std::vector<SentFrame>&& all, wire::Opcode op) : frames(std::move(all)), picked(only(frames, op)) {}
+        Picked(const Picked&) = delete;
+        Picked& operator=(const Picked&) = delete;
+        Picked(Picked&&) noexcept = default;  // a moved vector keeps its buffer
+        [[nodiscard]] std::size_t size() const { return picked.size(); }
+        [[nodiscard]] bool empty() const { return picked.empty(); }
+        const SentFrame* operator[](std::size_t k) const { return picked[k]; }
+        [[nodiscard]] auto begin() const { return picked.begin(); }
+        [[nodiscard]] auto end() const { return picked.end(); }
+    };
+    static Picked only(std::vector<SentFrame>&& frames, wire::Opcode op) { return {std::move(frames), op}; }
 
     /// Completions the engine has produced so far.
     std::vector<core::Completion> completions() {

@@ -605,6 +605,36 @@ TEST_CASE("e2e__writes_over_8_planes_and_write_with_imm", "[unit][verbs]") {
         CAPTURE(p);
         CHECK(per_plane[p] > 0);
     }
+    // Per-plane counters: the QP's planes add up to its totals, the device's
+    // summary to its QPs', and every plane has its EVs and its T1 groups.
+    const auto& qp = stats["qps"][0];
+    REQUIRE(qp["planes"].size() == 8);
+    REQUIRE(stats["planes"].size() == 8);
+    std::uint64_t plane_sent = 0, plane_resent = 0, plane_bytes = 0, plane_acked = 0, sampled_planes = 0;
+    for (std::size_t p = 0; p < 8; ++p) {
+        const auto& pl = qp["planes"][p];
+        const auto& dev = stats["planes"][p];
+        CAPTURE(p, pl.dump(), dev.dump());
+        CHECK(pl["plane"] == p);
+        CHECK(pl["data_sent"].get<std::uint64_t>() > 0);
+        CHECK(pl["evs_active"].get<std::uint64_t>() + pl["evs_skipping"].get<std::uint64_t>() > 0);
+        sampled_planes += pl["rtt_min_ns"].get<std::uint64_t>() > 0 ? 1 : 0;
+        CHECK(dev["data_sent"] == pl["data_sent"]);  // one QP sends on this device
+        CHECK(dev["link_up"] == true);
+        plane_sent += pl["data_sent"].get<std::uint64_t>();
+        plane_resent += pl["data_resent"].get<std::uint64_t>();
+        plane_bytes += pl["data_bytes_sent"].get<std::uint64_t>();
+        plane_acked += pl["acked"].get<std::uint64_t>();
+    }
+    CHECK(sampled_planes > 0);  // RTT samples come from the packets that triggered a SACK: not every plane has one
+    CHECK(plane_sent == qp["stats"]["data_pkts_sent"].get<std::uint64_t>());
+    CHECK(plane_resent == qp["stats"]["data_pkts_resent"].get<std::uint64_t>());
+    CHECK(plane_bytes == qp["stats"]["data_bytes_sent"].get<std::uint64_t>());
+    CHECK(plane_acked == qp["stats"]["pkts_sacked"].get<std::uint64_t>());
+    std::uint64_t group_evs = 0;
+    for (const auto& g : qp["paths"]["groups"]) group_evs += g["evs"].get<std::uint64_t>();
+    CHECK(group_evs == qp["paths"]["evs"].size());
+    CHECK(stats["device"]["path_events"]["retired"] == 0);  // a clean network retires nothing
     CHECK(stats["engine"]["rx_frames"].get<std::uint64_t>() > 0);
     CHECK(stats["driver"]["tx_frames"].get<std::uint64_t>() >= kTotal / 4096);
     CHECK(stats["device"]["progress"]["tx_frames"].get<std::uint64_t>() ==
