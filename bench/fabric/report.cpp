@@ -57,11 +57,22 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["step_mean_us"] = mean(r.step_us);
     j["step_max_us"] = r.step_us.empty() ? 0.0 : *std::max_element(r.step_us.begin(), r.step_us.end());
     j["ideal_step_us"] = r.ideal_step_us.empty() ? 0.0 : r.ideal_step_us.front();
+    for (const auto& [key, value] : {std::pair{"step_mean_before_us", r.step_mean_before_us},
+                                     std::pair{"step_mean_during_us", r.step_mean_during_us},
+                                     std::pair{"step_mean_after_us", r.step_mean_after_us}})
+        if (value >= 0) j[key] = value;
     j["retransmits_pkts"] = r.retransmits;
     j["trims_pkts"] = r.trims;
     j["ecn_marks_pkts"] = r.ecn_marks;
     j["drops_pkts"] = r.drops;
+    if (r.tracked_gbps_before > 0 && r.tracked_gbps_after >= 0) {
+        j["tracked_gbps_before"] = r.tracked_gbps_before;
+        j["tracked_gbps_after"] = r.tracked_gbps_after;
+        j["tracked_after_over_before"] = r.tracked_gbps_after / r.tracked_gbps_before;
+    }
     j["ev_retirements"] = r.ev_retirements;
+    j["ev_slots_away_from_home_at_end"] = r.ev_slots_away_from_home;
+    j["ev_assumed_bad_at_end"] = r.ev_bad_at_end;
     j["qp_errors"] = r.qp_errors;
     j["plane_gbps"] = r.plane_gbps;
     j["t0_t1_util_cov"] = r.t0_t1_util_cov;
@@ -94,6 +105,10 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     if (r.steps > 1 && !r.step_us.empty())
         s += fmt::format("step         mean {:.1f} µs, max {:.1f} µs (ideal {:.1f} µs)\n", mean(r.step_us),
                          *std::max_element(r.step_us.begin(), r.step_us.end()), r.ideal_step_us.front());
+    if (r.step_mean_before_us > 0)
+        s += fmt::format("step phases  before {:.1f} µs, during ×{:.3f}, after ×{:.3f}\n", r.step_mean_before_us,
+                         r.step_mean_during_us >= 0 ? r.step_mean_during_us / r.step_mean_before_us : 0.0,
+                         r.step_mean_after_us >= 0 ? r.step_mean_after_us / r.step_mean_before_us : 0.0);
     s += fmt::format("FCT          mean {:.1f}  p50 {:.1f}  p99 {:.1f}  max {:.1f} µs  (ideal {:.1f} µs; p99/ideal {:.2f})\n",
                      r.fct_mean_us, r.fct_p50_us, r.fct_p99_us, r.fct_max_us, r.ideal_fct_us_typical, r.fct_p99_over_ideal);
     s += fmt::format("packets      {} data ({} all), {} retransmitted, {} trimmed, {} ECN-marked, {} dropped\n",

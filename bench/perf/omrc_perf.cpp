@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
     app.add_flag("--check", o.check,
                  "write_bw: random source data, and the server's memory is compared (CRC-64) after each size");
     app.add_option("--stats", o.stats_json, "write the device's counters (engine, paths, driver) as JSON to this file");
+    app.add_option("--stats-interval", o.stats_interval_ms,
+                   "write_bw: every this many ms, one line on stderr per-plane (Gb/s, retransmissions, losses, EVs)")
+        ->check(CLI::Range(1u, 3'600'000u));
     app.add_option("-p,--port", o.port, "out-of-band TCP port")->check(CLI::Range(1, 65535));
     app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));
     app.add_option("--eal", o.eal, "DPDK EAL arguments (dpdk driver: args[\"eal\"])");

@@ -27,6 +27,7 @@ struct Options {
     bool check = false;                 ///< write_bw: verify the server's memory (CRC-64) after each size
     std::string out_json;
     std::string stats_json;  ///< --stats: Device::stats_json() written here after the run
+    std::uint32_t stats_interval_ms = 0;  ///< --stats-interval: write_bw prints a per-plane line this often (0: never)
     std::uint16_t port = 18515;
     std::string driver = "udp";
     std::string eal;

@@ -8,6 +8,7 @@
 #include <isa-l/crc64.h>
 
 #include "session.hpp"
+#include "stats_interval.hpp"
 
 namespace omrc::perf {
 
@@ -29,7 +30,9 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
     auto last_progress = start;
     Wc wc[64];
     std::size_t next_qp = 0;
+    IntervalStats interval(*ep.dev, o.stats_interval_ms, o.quiet);
     for (;;) {
+        interval.tick();
         const bool more = timed ? Clock::now() < stop_posting : posted < iters;
         if (!more && completed == posted) break;
         // Post round-robin over the QPs, up to tx_depth outstanding each.

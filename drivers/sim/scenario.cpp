@@ -84,6 +84,8 @@ private:
     [[nodiscard]] Result summarise() const;
     void summarise_flows(Result& r) const;   ///< FCTs and their ideals, completion, job time
     void summarise_steps(Result& r) const;   ///< each step's duration and ideal
+    void summarise_phases(Result& r) const;  ///< mean step before, during and after the failures
+    void summarise_tracked(Result& r) const; ///< the tracked host's rate before and after its port failure
     void summarise_counters(Result& r) const;  ///< retransmits, trims, marks, drops, errors
     void summarise_telemetry(Result& r) const;  ///< per-plane rates, uplink utilisation
 
@@ -526,6 +528,54 @@ void Runner::summarise_steps(Result& r) const {
         r.ideal_job_us += ideal;
         if (step_end_[s] != kNeverPs) r.step_us.push_back(to_us(step_end_[s] - step_start_[s]));
     }
+    summarise_phases(r);
+}
+
+void Runner::summarise_phases(Result& r) const {
+    if (cfg_.failures.empty()) return;
+    TimePs first_fail = kNeverPs, last_repair = 0;
+    bool repaired = false;
+    for (const FailureSpec& f : cfg_.failures) {
+        switch (f.kind) {
+            case FailureKind::link_down:
+            case FailureKind::switch_down:
+            case FailureKind::nic_port_down:
+                first_fail = std::min(first_fail, f.at_ps);
+                break;
+            case FailureKind::link_flap: {
+                first_fail = std::min(first_fail, f.at_ps);
+                // The last outage starts before until_ps and lasts down_ps.
+                const TimePs period = std::max<TimePs>(f.period_ps, 1);
+                const TimePs last_start = f.until_ps > f.at_ps ? f.at_ps + (f.until_ps - 1 - f.at_ps) / period * period : f.at_ps;
+                last_repair = std::max(last_repair, last_start + f.down_ps);
+                repaired = true;
+                break;
+            }
+            case FailureKind::link_up:
+            case FailureKind::switch_up:
+            case FailureKind::nic_port_up:
+                last_repair = std::max(last_repair, f.at_ps);
+                repaired = true;
+                break;
+        }
+    }
+    if (first_fail == kNeverPs) return;
+    double sum[3] = {0, 0, 0};
+    std::size_t n[3] = {0, 0, 0};
+    for (std::size_t s = 0; s < plan_.steps.size(); ++s) {
+        if (step_end_[s] == kNeverPs) continue;
+        const double us = to_us(step_end_[s] - step_start_[s]);
+        int phase = -1;
+        if (step_end_[s] <= first_fail) phase = 0;
+        else if (step_start_[s] >= first_fail && (!repaired || step_end_[s] <= last_repair)) phase = 1;
+        else if (repaired && step_start_[s] >= last_repair) phase = 2;
+        if (phase < 0) continue;
+        sum[phase] += us;
+        ++n[phase];
+    }
+    if (n[0] != 0) r.step_mean_before_us = sum[0] / static_cast<double>(n[0]);
+    if (n[1] != 0) r.step_mean_during_us = sum[1] / static_cast<double>(n[1]);
+    if (n[2] != 0) r.step_mean_after_us = sum[2] / static_cast<double>(n[2]);
 }
 
 void Runner::summarise_counters(Result& r) const {
@@ -534,6 +584,12 @@ void Runner::summarise_counters(Result& r) const {
         if (qp == nullptr) continue;
         r.retransmits += qp->stats.data_pkts_resent;
         r.ev_retirements += qp->stats.ev_retirements;
+        if (qp->plane_counters.empty()) continue;
+        // How far each QP's active set is, at the end, from its split at the start.
+        std::uint32_t away = 0;
+        for (std::size_t i = 0; i < qp->paths.size(); ++i) away += qp->paths.slot(i).ev != qp->paths.slot(i).home_ev ? 1 : 0;
+        r.ev_slots_away_from_home += away;
+        r.ev_bad_at_end += qp->paths.bad().size();
     }
     for (std::size_t i = 0; i < sim_->port_count(); ++i) {
         const Port& p = sim_->port(static_cast<std::uint32_t>(i));
@@ -542,6 +598,28 @@ void Runner::summarise_counters(Result& r) const {
         r.drops += p.drops;
     }
     r.qp_errors = qp_errors_;
+}
+
+void Runner::summarise_tracked(Result& r) const {
+    // The tracked host's rate before its first failure (from the third
+    // bucket: the first ones ramp up) and, as long again, from the third
+    // bucket after it (the outage's transient excluded).
+    const auto& s = r.tracked_series_gbps;
+    TimePs fail = kNeverPs;
+    for (const FailureSpec& f : cfg_.failures)
+        if (f.kind == FailureKind::nic_port_down && f.host == cfg_.tracked_src_host) fail = std::min(fail, f.at_ps);
+    if (s.empty() || fail == kNeverPs || cfg_.telemetry_bucket_ps == 0) return;
+    const std::size_t fail_bucket = static_cast<std::size_t>(fail / cfg_.telemetry_bucket_ps);
+    const std::size_t from = 2, after_from = fail_bucket + 3;
+    if (fail_bucket <= from || after_from >= s.size()) return;
+    const std::size_t len = std::min(fail_bucket - from, s.size() - after_from);
+    auto mean = [&](std::size_t a, std::size_t n) {
+        double sum = 0;
+        for (std::size_t i = a; i < a + n; ++i) sum += s[i];
+        return sum / static_cast<double>(n);
+    };
+    r.tracked_gbps_before = mean(from, fail_bucket - from);
+    r.tracked_gbps_after = mean(after_from, len);
 }
 
 void Runner::summarise_telemetry(Result& r) const {
@@ -561,6 +639,7 @@ void Runner::summarise_telemetry(Result& r) const {
     for (auto& g : r.plane_gbps) g = job_s > 0 ? g * 8.0 / job_s / 1e9 : 0.0;
     for (std::uint64_t b : sim_->tracked_series())
         r.tracked_series_gbps.push_back(r.bucket_us > 0 ? static_cast<double>(b) * 8.0 / (r.bucket_us * 1e3) : 0.0);
+    summarise_tracked(r);
     // Utilisation of the lowest-tier uplinks over the job, and its CoV.
     double sum = 0, sq = 0;
     for (std::uint32_t idx : topo_.uplink_ports) {

@@ -72,6 +72,11 @@ struct Result {
     double ideal_job_us = 0;             ///< sum over steps of the step's ideal (slowest flow alone, or busiest NIC)
     std::vector<double> step_us;         ///< ring_allreduce: each step's duration
     std::vector<double> ideal_step_us;
+    /// ring_allreduce with failures: mean step wholly before the first
+    /// failure, wholly inside the outage (from the first failure to the
+    /// last repair; to the end where nothing is repaired), and wholly after
+    /// the last repair. -1 where no step falls in the phase.
+    double step_mean_before_us = -1, step_mean_during_us = -1, step_mean_after_us = -1;
     std::vector<double> fct_us;          ///< per flow (posting → receiver completion)
     std::vector<double> ideal_fct_us;    ///< per flow, alone on an idle fabric at full NIC rate
     double fct_mean_us = 0, fct_p50_us = 0, fct_p99_us = 0, fct_max_us = 0;
@@ -82,12 +87,18 @@ struct Result {
     std::uint64_t ecn_marks = 0;
     std::uint64_t drops = 0;             ///< frames dropped by queues and down links
     std::uint64_t ev_retirements = 0;
+    std::uint64_t ev_slots_away_from_home = 0;  ///< at the end: active slots not on the EV they started with (all QPs)
+    std::uint64_t ev_bad_at_end = 0;     ///< at the end: EVs still ASSUMED_BAD (all QPs)
     std::uint64_t qp_errors = 0;         ///< completions with an error status
     std::vector<double> plane_gbps;      ///< mean delivered payload rate per plane over the job
     double t0_t1_util_cov = 0;           ///< coefficient of variation of T0→T1 (edge→agg) link utilisation
     std::vector<double> uplink_util;     ///< each uplink's utilisation over the job (0..1)
     std::vector<std::array<double, 16>> plane_series_gbps;  ///< per telemetry bucket and plane
     std::vector<double> tracked_series_gbps;   ///< tracked host's delivered rate per bucket
+    /// nic_port_down of the tracked host: its mean rate before the failure
+    /// (from the third bucket) and over as long from the third bucket after
+    /// it; -1 where not applicable.
+    double tracked_gbps_before = -1, tracked_gbps_after = -1;
     double bucket_us = 0;
     std::uint64_t data_packets = 0;      ///< data frames handed by engines to NIC ports
     std::uint64_t packets = 0;           ///< all frames (data + control)

@@ -45,13 +45,23 @@ start_server() {
   return 1
 }
 
+# Waits at most 30 s for the server to exit (then kills it); returns its status (124 when killed).
+wait_server() {
+  for _ in $(seq 1 300); do
+    kill -0 "$SERVER_PID" 2>/dev/null || { wait "$SERVER_PID"; return; }
+    sleep 0.1
+  done
+  kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+  return 124
+}
+
 run_pair() {  # run_pair TEST SIZE ITERS HEADER-REGEX
   local test=$1 size=$2 iters=$3 header=$4
   start_server "$test" --out_json "$TMP/server.json" || { fail "$test $size: server did not start"; return; }
   timeout 60 "$PERF" "$test" ::1 -p "$PORT" --planes 2 -s "$size" -n "$iters" --out_json "$TMP/client.json" \
     >"$TMP/client.log" 2>&1
   local crc=$?
-  wait "$SERVER_PID"
+  wait_server
   local src=$?
   if [[ $crc -ne 0 || $src -ne 0 ]]; then
     fail "$test $size: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return
@@ -82,6 +92,16 @@ if timeout 60 "$PERF" write_bw --driver loopback -n 100 -s 4096 >"$TMP/lo.log" 2
   pass "write_bw over loopback"
 else
   fail "write_bw over loopback"; cat "$TMP/lo.log" >&2
+fi
+
+# --stats-interval: one per-plane line on stderr per interval while write_bw runs.
+if timeout 60 "$PERF" write_bw --driver loopback --planes 4 -D 1 -s 4096 --stats-interval 200 >"$TMP/iv.log" 2>"$TMP/iv.err"; then
+  lines=$(grep -Ec '^stats [0-9]+\.[0-9]{3}s \| p0 [0-9.]+ Gb/s rtx [0-9]+ lost [0-9]+ ev [0-9]+/[0-9]+ \| p1 .* \| p3 ' "$TMP/iv.err")
+  moving=$(grep -Ec '\| p0 [0-9]*[1-9][0-9]*\.[0-9]+ Gb/s|\| p0 0\.[0-9]*[1-9][0-9]* Gb/s' "$TMP/iv.err")
+  if ((lines >= 3 && moving >= 3)); then pass "--stats-interval: $lines per-plane lines"; else
+    fail "--stats-interval: $lines lines, $moving with traffic"; cat "$TMP/iv.err" >&2; fi
+else
+  fail "--stats-interval run"; cat "$TMP/iv.log" "$TMP/iv.err" >&2
 fi
 
 # expect_quick_failure NAME MAX-SECONDS REGEX CMD...: non-zero exit, in time, with that message.

