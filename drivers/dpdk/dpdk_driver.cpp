@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 #include <mutex>
 #include <map>
@@ -72,10 +73,20 @@ rte_iova_t iova_of(const void* va) {
 DpdkDriver::DpdkDriver(const DpdkOptions& o) : opt_(o) {}
 
 int DpdkDriver::open(const DpdkOptions& o, std::unique_ptr<DpdkDriver>& out, std::string& error) {
-    if (const int e = ensure_eal(eal_arguments(o.eal)); e != 0) {
+    const std::vector<std::string> eal_args = eal_arguments(o.eal, o.telemetry);
+    if (o.telemetry && std::find(eal_args.begin(), eal_args.end(), "--no-telemetry") != eal_args.end()) {
+        error = "telemetry=1, but the EAL arguments say --no-telemetry";
+        return EINVAL;
+    }
+    if (const int e = ensure_eal(eal_args); e != 0) {
         error = fmt::format("EAL initialisation failed: {}", rte_strerror(e));
         return e;
     }
+    // The EAL is initialised once per process: a device that asks for
+    // telemetry after it came up without cannot have it.
+    if (std::error_code ec; o.telemetry && !std::filesystem::exists(telemetry::socket_path(), ec))
+        log::logger().warn("dpdk: telemetry=1, but the EAL runs without telemetry (initialised earlier without it): "
+                           "no {} to serve the /omrc commands", telemetry::socket_path());
     // Virtual devices of this device, added to a running EAL (hotplug) when
     // the EAL arguments did not create them.
     for (const std::string& v : o.vdevs) {
@@ -108,8 +119,11 @@ int DpdkDriver::open(const DpdkOptions& o, std::unique_ptr<DpdkDriver>& out, std
     const bool all_shared = std::all_of(d->ports_.begin(), d->ports_.end(), [](const Port& p) { return p.shared_memory; });
     const bool icrc_off = o.icrc == IcrcChoice::none || (o.icrc == IcrcChoice::automatic && all_shared);
     d->icrc_ = icrc_off ? driver::IcrcHandling::not_needed : driver::IcrcHandling::software;
-    log::logger().info("dpdk: {} ports, zero copy {}, icrc {}", d->ports_.size(), o.zero_copy ? "on" : "off",
-                       driver::to_string(d->icrc_));
+    telemetry::DeviceInfo info{d->name(), d->planes(), {}};
+    for (const Port& p : d->ports_) info.ports.push_back(p.name);
+    d->telemetry_ = telemetry::register_device(std::move(info));
+    log::logger().info("dpdk: {} ports, zero copy {}, icrc {}, telemetry device {}", d->ports_.size(),
+                       o.zero_copy ? "on" : "off", driver::to_string(d->icrc_), d->telemetry_.index());
     out = std::move(d);
     return 0;
 }
@@ -214,6 +228,7 @@ int DpdkDriver::open_port(const std::string& spec, std::string& error) {
 DpdkDriver::~DpdkDriver() { close(); }
 
 void DpdkDriver::close() {
+    telemetry_ = {};  // out of the registry first: no command waits on a closing device
     for (rte_mbuf* m : rx_held_) rte_pktmbuf_free(m);
     rx_held_.clear();
     for (Port& p : ports_) {

@@ -19,6 +19,9 @@
 // Link state: polled every millisecond by default (rte_eth_link_get_nowait;
 // the interface flags for af_packet, whose PMD always says up), so PMDs
 // without LSC interrupts report links too.
+//
+// Telemetry: every open driver is in the registry of drivers/dpdk/telemetry.hpp;
+// the /omrc commands read the snapshots it publishes (publish_stats).
 #pragma once
 
 #include <array>
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "driver/driver.hpp"
+#include "drivers/dpdk/telemetry.hpp"
 #include "drivers/dpdk/tx_release.hpp"
 
 struct rte_mempool;
@@ -55,6 +59,7 @@ struct DpdkOptions {
     std::uint32_t backlog = 1024;     ///< frames waiting per port when the PMD ring is full
     std::uint64_t link_poll_ns = 1'000'000;  ///< link state poll period (0: every driver call)
     IcrcChoice icrc = IcrcChoice::automatic;
+    bool telemetry = false;           ///< the EAL keeps its telemetry socket (no --no-telemetry)
 };
 
 /// Per-port counters (all frames, by reason for drops).
@@ -121,6 +126,15 @@ public:
     [[nodiscard]] driver::DriverStats stats() const override;
     [[nodiscard]] driver::IcrcHandling icrc() const override { return icrc_; }
     void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const override;
+    /// A telemetry command is waiting for this device's stats (one relaxed load).
+    [[nodiscard]] bool stats_wanted() const override {
+        const telemetry::Snapshot* s = telemetry_.snapshot();
+        return s != nullptr && s->wanted();
+    }
+    /// The owning thread's stats document, for the telemetry commands.
+    void publish_stats(std::string json) override {
+        if (telemetry::Snapshot* s = telemetry_.snapshot()) s->publish(std::move(json));
+    }
 
     [[nodiscard]] const std::vector<Port>& ports() const noexcept { return ports_; }
 
@@ -147,6 +161,7 @@ private:
     std::size_t rx_next_port_ = 0;       ///< round-robin start
     std::size_t backlogged_ = 0;         ///< frames in all backlogs
     driver::IcrcHandling icrc_ = driver::IcrcHandling::software;  ///< decided once the ports are open
+    telemetry::Registration telemetry_;  ///< from a successful open() until close()
 };
 
 }  // namespace omrc::dpdk

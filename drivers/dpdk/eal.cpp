@@ -61,7 +61,7 @@ std::vector<std::string> split_args(const std::string& text) {
     return out;
 }
 
-std::vector<std::string> eal_arguments(const std::string& given) {
+std::vector<std::string> eal_arguments(const std::string& given, bool telemetry) {
     std::string text = given;
     if (text.empty())
         if (const char* env = std::getenv("OMRC_EAL_ARGS"); env != nullptr) text = env;
@@ -79,7 +79,9 @@ std::vector<std::string> eal_arguments(const std::string& given) {
         args.emplace_back("-l");
         args.push_back(std::to_string(cpu >= 0 ? cpu : 0));
     }
-    if (!has_option(args, {"--no-telemetry", "--telemetry"})) args.emplace_back("--no-telemetry");
+    // Telemetry is a socket and a thread per client: off unless asked for
+    // (telemetry=1 serves the /omrc commands, drivers/dpdk/telemetry.hpp).
+    if (!telemetry && !has_option(args, {"--no-telemetry", "--telemetry"})) args.emplace_back("--no-telemetry");
     if (!has_option(args, {"--proc-type"})) {
         args.emplace_back("--proc-type");
         args.emplace_back("primary");

@@ -13,8 +13,10 @@ namespace omrc::dpdk {
 
 /// EAL arguments: `given` (args "eal"), else $OMRC_EAL_ARGS, else the
 /// default "--no-huge -m 512 --no-pci"; "--file-prefix omrc-<pid>-<n>",
-/// "-l <cpu>" and "--proc-type primary" are added unless present.
-[[nodiscard]] std::vector<std::string> eal_arguments(const std::string& given);
+/// "-l <cpu>" and "--proc-type primary" are added unless present, and so is
+/// "--no-telemetry" unless `telemetry` (args "telemetry=1") or the arguments
+/// say --telemetry or --no-telemetry.
+[[nodiscard]] std::vector<std::string> eal_arguments(const std::string& given, bool telemetry = false);
 
 /// Initialises the EAL once per process. Returns 0 (initialised now or
 /// before, by us or by the application) or an errno.

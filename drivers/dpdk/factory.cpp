@@ -16,8 +16,8 @@ namespace omrc::dpdk {
 
 namespace {
 
-constexpr driver::ArgKey kKeys[] = {{"eal"},   {"vdevs"},     {"ports"},   {"rx_desc"},      {"tx_desc"},
-                                    {"mbufs"}, {"zero_copy"}, {"backlog"}, {"link_poll_us"}, {"icrc"}};
+constexpr driver::ArgKey kKeys[] = {{"eal"},       {"vdevs"},   {"ports"},        {"rx_desc"}, {"tx_desc"},   {"mbufs"},
+                                    {"zero_copy"}, {"backlog"}, {"link_poll_us"}, {"icrc"},    {"telemetry"}};
 
 int parse_options(const DeviceOptions& options, DpdkOptions& out, std::string& error) {
     driver::ArgReader a(options.args, kKeys);
@@ -30,6 +30,7 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out, std::string& e
         .number("tx_desc", out.tx_desc, 64, 16384)
         .number("mbufs", out.mbufs, 1024)
         .flag("zero_copy", out.zero_copy)
+        .flag("telemetry", out.telemetry)
         .number("link_poll_us", link_poll_us, 0, 10'000'000)
         .number("backlog", out.backlog, 32, 65536)
         .choice("icrc", out.icrc,

@@ -11,8 +11,8 @@
 // Driver arguments (DeviceOptions::args), all optional:
 //   eal       EAL arguments, split at white space (default: $OMRC_EAL_ARGS, else
 //             "--no-huge -m 512 --no-pci"); "--file-prefix omrc-<pid>-<n>", "-l <cpu>",
-//             "--no-telemetry" and "--proc-type primary" are added unless given. Ignored when the
-//             application already initialised the EAL (the driver attaches).
+//             "--no-telemetry" (unless telemetry=1) and "--proc-type primary" are added unless
+//             given. Ignored when the application already initialised the EAL (the driver attaches).
 //   vdevs     virtual devices this device needs, separated by ';' (their own
 //             arguments use commas), e.g. "net_tap0,iface=omrc0;net_tap1";
 //             each is hot-plugged into the running EAL unless a port of
@@ -30,6 +30,14 @@
 //             (shared memory cannot corrupt a frame), software otherwise;
 //             software: always; none: never. Both ends of a connection must
 //             agree (a software end drops frames with no ICRC).
+//   telemetry 0 (default) or 1: the EAL keeps its telemetry socket
+//             (<runtime dir>/dpdk_telemetry.v2; dpdk-telemetry.py -f <file-prefix>), where
+//             the /omrc/... commands (/omrc/devices, /omrc/planes, /omrc/qp,<qpn>, ...) read
+//             this process's devices' stats (docs/DRIVERS.md, "Telemetry"). Like eal, it takes
+//             effect when this device initialises the EAL; with --no-telemetry in the EAL
+//             arguments it is refused (EINVAL). The commands serve every open dpdk device,
+//             whichever way the EAL got its telemetry; a device costs the owning thread one
+//             relaxed atomic load per progress() pass, and a stats_json() when a command asks.
 #pragma once
 
 namespace omrc::dpdk {

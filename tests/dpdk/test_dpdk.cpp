@@ -25,6 +25,7 @@
 #include "omrc/dpdk.hpp"
 #include "omrc/omrc.hpp"
 #include "dpdk/dpdk_env.hpp"
+#include "dpdk/memif_devices.hpp"
 #include "support/verbs_net.hpp"
 
 using namespace omrc;
@@ -32,61 +33,7 @@ using namespace omrc::test;
 
 namespace {
 
-constexpr std::uint32_t kPlanes = 2;
-
-/// The memif vdevs of one side: plane p joins net_memif(base+2p) (server)
-/// and net_memif(base+2p+1) (client) over a socket of its own. Every test
-/// takes fresh ports (its own base): a memif pair that was stopped does not
-/// always reconnect in DPDK 22.11.
-std::string memif_vdevs(int side, int base) {
-    const std::string dir = "/tmp/omrc-dpdk-test-" + std::to_string(::getpid());
-    std::string v;
-    for (std::uint32_t p = 0; p < kPlanes; ++p) {
-        const int pair = base + 2 * static_cast<int>(p);
-        v += (p ? ";" : "") + std::string("net_memif") + std::to_string(pair + side) +
-             (side == 0 ? ",role=server" : ",role=client") + ",id=0,bsize=8192,socket=" + dir + "-" +
-             std::to_string(pair) + ".sock";
-    }
-    return v;
-}
-
-std::string memif_ports(int side, int base) {
-    std::string s;
-    for (std::uint32_t p = 0; p < kPlanes; ++p)
-        s += (p ? "," : "") + std::string("net_memif") + std::to_string(base + 2 * static_cast<int>(p) + side);
-    return s;
-}
-
-std::unique_ptr<Device> open_dpdk(const std::string& ports, std::uint64_t seed, std::map<std::string, std::string, std::less<>> extra = {}) {
-    REQUIRE(dpdk::register_driver() == 0);
-    DeviceOptions o;
-    o.args = std::move(extra);
-    if (!o.args.count("eal")) o.args["eal"] = dpdk_eal_args();
-    o.args["ports"] = ports;
-    o.seed = seed;
-    int err = -1;
-    auto dev = Device::open("dpdk", o, &err);
-    REQUIRE(err == 0);
-    REQUIRE(dev != nullptr);
-    return dev;
-}
-
-/// Progresses both devices until every plane of both is up (memif connects
-/// in the background).
-bool wait_links(Device& a, Device& b) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-        a.progress();
-        b.progress();
-        const auto ja = nlohmann::json::parse(a.stats_json()), jb = nlohmann::json::parse(b.stats_json());
-        bool up = true;
-        for (const auto& l : ja["driver"]["link_up"]) up = up && l.get<bool>();
-        for (const auto& l : jb["driver"]["link_up"]) up = up && l.get<bool>();
-        if (up) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
-}
+constexpr std::uint32_t kPlanes = kMemifPlanes;
 
 /// `total` bytes of sprayed WRITEs of `msg` bytes, both devices progressed from this thread.
 TransferResult write_transfer(Device& da, Device& db, std::size_t total, std::size_t msg, std::uint64_t seed,
