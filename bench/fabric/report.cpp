@@ -105,10 +105,13 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     if (r.steps > 1 && !r.step_us.empty())
         s += fmt::format("step         mean {:.1f} µs, max {:.1f} µs (ideal {:.1f} µs)\n", mean(r.step_us),
                          *std::max_element(r.step_us.begin(), r.step_us.end()), r.ideal_step_us.front());
-    if (r.step_mean_before_us > 0)
-        s += fmt::format("step phases  before {:.1f} µs, during ×{:.3f}, after ×{:.3f}\n", r.step_mean_before_us,
-                         r.step_mean_during_us >= 0 ? r.step_mean_during_us / r.step_mean_before_us : 0.0,
-                         r.step_mean_after_us >= 0 ? r.step_mean_after_us / r.step_mean_before_us : 0.0);
+    if (r.step_mean_before_us > 0) {
+        auto of_before = [&](double v) {
+            return v >= 0 ? fmt::format("×{:.3f}", v / r.step_mean_before_us) : std::string("n/a");
+        };
+        s += fmt::format("step phases  before {:.1f} µs, during {}, after {}\n", r.step_mean_before_us,
+                         of_before(r.step_mean_during_us), of_before(r.step_mean_after_us));
+    }
     s += fmt::format("FCT          mean {:.1f}  p50 {:.1f}  p99 {:.1f}  max {:.1f} µs  (ideal {:.1f} µs; p99/ideal {:.2f})\n",
                      r.fct_mean_us, r.fct_p50_us, r.fct_p99_us, r.fct_max_us, r.ideal_fct_us_typical, r.fct_p99_over_ideal);
     s += fmt::format("packets      {} data ({} all), {} retransmitted, {} trimmed, {} ECN-marked, {} dropped\n",
