@@ -50,12 +50,15 @@ void PathEventLog::refill(core::TimeNs now) noexcept {
 }
 
 std::size_t PathEventLog::drain(core::Engine& engine, core::TimeNs now) {
+    // Called every progress pass: nothing but the empty-queue check when there is nothing to say.
+    std::size_t n = engine.poll_path_events(buf_);
+    if (n == 0 && pending_suppressed_ == 0) return 0;
     spdlog::logger& log = log::logger();
     const bool info = log.should_log(spdlog::level::info);
     refill(now);
     std::size_t total = 0;
-    for (;;) {
-        const std::size_t n = engine.poll_path_events(buf_);
+    for (bool first = true;; first = false) {
+        if (!first) n = engine.poll_path_events(buf_);
         for (std::size_t i = 0; i < n; ++i) {
             const core::PathEvent& e = buf_[i];
             const auto kind = static_cast<std::size_t>(e.kind);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The figures of the scenario files in bench/fabric/scenarios, read from
 // omrc-fabric's own JSON summary (the keys users plot), against the goals
-// of docs/SIMULATOR.md §6. Virtual time: deterministic for a seed.
+// of docs/SIMULATOR.md §5. Virtual time: deterministic for a seed.
 //
 // Goals the engine does not reach yet are tagged [!mayfail]: they run and
 // report their figures and the failed check, without failing the tier.
@@ -56,7 +56,7 @@ TEST_CASE("figure_b_goal__t1_loss_steps_and_last_drop", "[sim][!mayfail]") {
     // Measured (seed 3): during 1.033, after 1.022, last drop 51.2 µs (of
     // the goals 1.02, 1.01, 50 µs). The "after" excess appears after any
     // loss episode, with the spray policy too and for a zero-length outage:
-    // its cause is not found yet (docs/SIMULATOR.md §6).
+    // its cause is not found yet (docs/SIMULATOR.md §5).
     const nlohmann::json j = run_file("t1_loss_allreduce");
     const double during = ratio(j, "step_mean_during_us", "step_mean_before_us");
     const double after = ratio(j, "step_mean_after_us", "step_mean_before_us");
