@@ -1168,6 +1168,14 @@ TEST_CASE("Fabric::real_time__control_calls_while_traffic_runs", "[unit][loopbac
         const std::uint64_t until = sent.load(std::memory_order_relaxed) + 20;  // let some traffic through
         while (sent.load(std::memory_order_relaxed) < until) std::this_thread::yield();
     }
+    // On a loaded machine the receiver may not have run at all so far (every
+    // frame then met a full ring): a last lossy phase (the port is up after
+    // k = 299) lasts until the impairment has dropped something, or 20 s.
+    REQUIRE(fab.link_up(1, 0));
+    fab.set_impairment(0, 1, 0, lossy);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (fab.link_counters(0, 1, 0).lost_random == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     stop.store(true, std::memory_order_release);
     sender.join();
     receiver.join();

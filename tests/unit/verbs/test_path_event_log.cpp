@@ -37,6 +37,19 @@ private:
     spdlog::level::level_enum level_;
 };
 
+/// One engine (of a two-plane pair) whose port changes make the events.
+struct PortFlapper {
+    test::EnginePair pair{[] {
+        core::EngineConfig cfg;
+        cfg.planes = 2;
+        return cfg;
+    }()};
+    core::Engine& engine = *pair.engines[0];
+    void port(std::uint32_t plane, bool up, core::TimeNs now) {
+        REQUIRE(engine.submit(core::CmdLinkChange{plane, up}, now).err == 0);
+    }
+};
+
 std::size_t count_with(const std::vector<std::string>& lines, std::string_view what) {
     std::size_t n = 0;
     for (const std::string& l : lines) n += l.find(what) != std::string::npos ? 1 : 0;
@@ -63,17 +76,15 @@ TEST_CASE("path event lines: one structured line per event, every field named", 
 }
 
 TEST_CASE("path event log: rate-limited, suppressed events counted and reported once there is room", "[verbs]") {
-    core::EngineConfig cfg;
-    cfg.planes = 2;
-    test::EnginePair pair(cfg);
-    core::Engine& engine = *pair.engines[0];
+    PortFlapper f;
+    core::Engine& engine = f.engine;
     const CapturedLog captured;
     runtime::PathEventLog log({.burst_lines = 4, .refill_ns = 1'000'000});
 
     // 10 port flaps at t = 0: 20 events, 4 lines at once, 16 suppressed.
     for (int i = 0; i < 10; ++i) {
-        REQUIRE(engine.submit(core::CmdLinkChange{1, false}, 0).err == 0);
-        REQUIRE(engine.submit(core::CmdLinkChange{1, true}, 0).err == 0);
+        f.port(1, false, 0);
+        f.port(1, true, 0);
     }
     CHECK(log.drain(engine, 0) == 20);
     auto lines = captured.lines();
@@ -91,21 +102,19 @@ TEST_CASE("path event log: rate-limited, suppressed events counted and reported 
     REQUIRE(count_with(lines, "path_event=suppressed count=16 since_ns=0 at_ns=1000000") == 1);
 
     // 10 ms later the bucket is full again (4): the next events are logged.
-    REQUIRE(engine.submit(core::CmdLinkChange{0, false}, 11'000'000).err == 0);
+    f.port(0, false, 11'000'000);
     CHECK(log.drain(engine, 11'000'000) == 1);
     CHECK(count_with(captured.lines(), "path_event=port_down plane=0 at_ns=11000000") == 1);
     CHECK(log.counts().logged == 5);
 }
 
 TEST_CASE("path event log: below info level nothing is written, everything is counted", "[verbs]") {
-    core::EngineConfig cfg;
-    cfg.planes = 2;
-    test::EnginePair pair(cfg);
-    core::Engine& engine = *pair.engines[0];
+    PortFlapper f;
+    core::Engine& engine = f.engine;
     const CapturedLog captured;
     log::logger().set_level(spdlog::level::warn);
     runtime::PathEventLog log;
-    REQUIRE(engine.submit(core::CmdLinkChange{1, false}, 5).err == 0);
+    f.port(1, false, 5);
     CHECK(log.drain(engine, 5) == 1);
     CHECK(count_with(captured.lines(), "path_event") == 0);
     CHECK(log.counts().by_kind[static_cast<std::size_t>(core::PathEventKind::local_port_down)] == 1);
