@@ -76,6 +76,7 @@ cleanup() {
     fi
     # The EAL's runtime directory of this run's --file-prefix.
     rm -rf "/var/run/dpdk/$FAB_PREFIX"
+    [[ -n ${WORK:-} ]] && rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -138,6 +139,27 @@ link_down_check() {
     probe 0 0 1 1 --expect-drop && probe 0 0 1 0 || fail "the failed link is not where the test expects it"
 }
 
+# Acknowledgements leave the dead path: after the link fails, nothing from
+# host 0 reaches plane 0's T1 1 (its uplink from host 0's T0 is the dead
+# link), so every frame its uN route still processes is the receiver's,
+# on its way to host 0 and dropped there. The counter is read by the link-down
+# command right after the link goes down and again after the transfer: the
+# difference is what the receiver sent into the dead path after the failure.
+WORK=$(mktemp -d)
+COUNT_DEAD="$WORK/count_dead_t1.sh"
+printf '#!/bin/sh\nip -n %s -6 -s route show %s | sed -n "s/.* packets \\([0-9]*\\) .*/\\1/p"\n' \
+    "$(fab_ns_t1 0 1)" "$(fab_prefix 0 2 1)" >"$COUNT_DEAD"
+chmod +x "$COUNT_DEAD"
+LINK_DOWN_CMD="ip -n $LINK_DOWN_NS link set $LINK_DOWN_IF down && $COUNT_DEAD > $WORK/dead_at_down"
+ACK_LEAK_MAX=8  # acknowledgements already queued in the receiver when the link failed
+ack_leak_check() {
+    [[ -s $WORK/dead_at_down ]] || { echo "usid_clos: FAIL: the dead T1's counter was not read at the link failure"; return 1; }
+    local at_down end
+    at_down=$(cat "$WORK/dead_at_down"); end=$("$COUNT_DEAD")
+    echo "usid_clos: frames into the dead path (plane 0 T1 1) after the link failure: $((end - at_down)) (${at_down} -> ${end}; at most $ACK_LEAK_MAX)"
+    ((end - at_down <= ACK_LEAK_MAX)) || { echo "usid_clos: FAIL: the receiver kept acknowledging into the dead path"; return 1; }
+}
+
 if [[ $ROUTERS_ONLY == 1 ]]; then
     ip -n "$LINK_DOWN_NS" link set "$LINK_DOWN_IF" down || fail "link down"
     link_down_check
@@ -157,7 +179,7 @@ if [[ $DRIVER == udp ]]; then
     nh() { local p out=""; for ((p = 0; p < FAB_PLANES; p++)); do out+="${out:+,}$(fab_mac_t0_down $p "$1")"; done; echo "$out"; }
     args=(--driver udp --ports-a "${ports[0]}" --ports-b "${ports[1]}" --next-hop-a "$(nh 0)" --next-hop-b "$(nh 1)"
           --planes "$FAB_PLANES" --t0 "$FAB_T0" --t1 "$FAB_T1" --hosts-per-t0 1 --host-a 0 --host-b 1
-          --link-down-cmd "ip -n $LINK_DOWN_NS link set $LINK_DOWN_IF down" --failed-plane 0 --failed-t1 1
+          --link-down-cmd "$LINK_DOWN_CMD" --failed-plane 0 --failed-t1 1
           --timeout-s 150 --plane-down-cmd "ip link set $(fab_host_if 1 1) down" --down-plane 1)
     PMD="udp driver, raw sockets on the host veths,"
 else
@@ -182,7 +204,7 @@ EAL="--no-huge -m 1024 --no-pci --file-prefix $FAB_PREFIX --log-level=lib.eal:er
 
 args=(--eal "$EAL" --ports-a "${ports[0]}" --ports-b "${ports[1]}" --next-hop-a "$(nh 0)" --next-hop-b "$(nh 1)"
       --planes "$FAB_PLANES" --t0 "$FAB_T0" --t1 "$FAB_T1" --hosts-per-t0 1 --host-a 0 --host-b 1
-      --link-down-cmd "ip -n $LINK_DOWN_NS link set $LINK_DOWN_IF down" --failed-plane 0 --failed-t1 1
+      --link-down-cmd "$LINK_DOWN_CMD" --failed-plane 0 --failed-t1 1
       --timeout-s 150)
 if [[ $PMD == tap ]]; then
     # DPDK 22.11's net_tap takes frames up to 1522 bytes: 1 KiB payloads.
@@ -210,6 +232,7 @@ for ((p = 0; p < FAB_PLANES; p++)); do
     done
 done
 [[ $used == $((FAB_PLANES * FAB_T1)) ]] || { echo "usid_clos: FAIL: a T1 carried (almost) nothing"; rc=1; }
+ack_leak_check || rc=1
 link_down_check
 case $rc in
     0) echo "usid_clos: PASS" ;;
