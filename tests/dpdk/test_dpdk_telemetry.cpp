@@ -309,7 +309,7 @@ void run_session(const std::string& path, Session& s) {
     ask("/omrc/qps");  // the connection still answers after all of them
 }
 
-/// Where Debian's dpdk package (or a DPDK build) puts dpdk-telemetry.py;
+/// Where Debian's dpdk-dev package (or a DPDK build) puts dpdk-telemetry.py;
 /// $OMRC_DPDK_TELEMETRY_PY first. "" when none is there.
 std::string telemetry_script() {
     std::vector<std::string> candidates;
