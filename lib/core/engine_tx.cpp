@@ -457,7 +457,7 @@ void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
         if (slot.ev != s.ev) continue;
         if (once) {
             ++slot.counters.ecn;
-            ++qp.plane_counters[std::min<std::uint32_t>(slot.plane, kMaxPlanes - 1)].ecn_echoes;
+            ++qp.plane_counters[slot.plane].ecn_echoes;
             qp.paths.mark_skip(i);
         } else if (qp.paths.policy() == PathPolicy::adaptive) {
             retire_slot(qp, i, now, RetireCause::always_skip);

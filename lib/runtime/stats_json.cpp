@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "runtime/stats_json.hpp"
 
+#include <span>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 namespace omrc::runtime {
@@ -25,36 +28,72 @@ nlohmann::json ev_json(std::size_t slot, const core::EvSlot& s) {
             {"retirements", c.retirements}, {"skips", c.skips}, {"parked", s.parked}};
 }
 
+/// One plane of one or more QPs: what was sent on it, its EVs, its groups' probing.
+struct PlaneView {
+    core::PlaneCounters c{};
+    std::uint64_t evs_active = 0, evs_skipping = 0, evs_parked = 0, evs_assumed_bad = 0;
+    std::uint64_t retirements = 0, restorations = 0, probes = 0, probe_answers = 0;
+};
+
+/// Adds `qp`'s planes (those below out.size()) to `out`.
+void add_planes(const core::Qp& qp, std::span<PlaneView> out) {
+    for (std::size_t p = 0; p < out.size() && p < qp.plane_counters.size(); ++p) {
+        const core::PlaneCounters& c = qp.plane_counters[p];
+        core::PlaneCounters& a = out[p].c;
+        a.data_sent += c.data_sent;
+        a.data_resent += c.data_resent;
+        a.data_bytes_sent += c.data_bytes_sent;
+        a.acked += c.acked;
+        a.lost += c.lost;
+        a.ecn_echoes += c.ecn_echoes;
+        a.trims += c.trims;
+    }
+    const core::PathSet& paths = qp.paths;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        const core::EvSlot& s = paths.slot(i);
+        if (s.plane >= out.size()) continue;
+        PlaneView& v = out[s.plane];
+        ++(s.parked ? v.evs_parked : s.state == core::EvState::skip ? v.evs_skipping : v.evs_active);
+    }
+    for (const core::BadEv& b : paths.bad())
+        if (b.plane < out.size()) ++out[b.plane].evs_assumed_bad;
+    for (const core::ProbeGroup& g : paths.groups()) {
+        if (g.plane >= out.size()) continue;
+        PlaneView& v = out[g.plane];
+        v.retirements += g.retirements;
+        v.restorations += g.restorations;
+        v.probes += g.probes;
+        v.probe_answers += g.answers;
+    }
+}
+
+/// The fields a QP's planes and the device's planes share.
+nlohmann::json plane_json(std::uint32_t plane, const PlaneView& v) {
+    return {{"plane", plane},
+            {"data_sent", v.c.data_sent},
+            {"data_resent", v.c.data_resent},
+            {"data_bytes_sent", v.c.data_bytes_sent},
+            {"acked", v.c.acked},
+            {"lost", v.c.lost},
+            {"ecn_echoes", v.c.ecn_echoes},
+            {"trims", v.c.trims},
+            {"evs_parked", v.evs_parked},
+            {"evs_assumed_bad", v.evs_assumed_bad}};
+}
+
 /// Per plane: what the QP sent on it (Qp::plane_counters), its EVs, its RTT.
 nlohmann::json planes_json(const core::Qp& qp) {
-    const core::PathSet& paths = qp.paths;
+    std::vector<PlaneView> views(qp.paths.planes());
+    add_planes(qp, views);
     nlohmann::json out = nlohmann::json::array();
-    for (std::uint32_t p = 0; p < paths.planes(); ++p) {
-        std::uint32_t active = 0, skipping = 0, parked = 0, bad = 0;
-        for (std::size_t i = 0; i < paths.size(); ++i) {
-            const core::EvSlot& s = paths.slot(i);
-            if (s.plane != p) continue;
-            if (s.parked) ++parked;
-            else if (s.state == core::EvState::skip) ++skipping;
-            else ++active;
-        }
-        for (const core::BadEv& b : paths.bad()) bad += b.plane == p ? 1 : 0;
-        const core::PlaneCounters c = p < qp.plane_counters.size() ? qp.plane_counters[p] : core::PlaneCounters{};
+    for (std::uint32_t p = 0; p < views.size(); ++p) {
+        nlohmann::json j = plane_json(p, views[p]);
         const bool sampled = (qp.planes_sampled >> p) & 1u;
-        out.push_back({{"plane", p},
-                       {"data_sent", c.data_sent},
-                       {"data_resent", c.data_resent},
-                       {"data_bytes_sent", c.data_bytes_sent},
-                       {"acked", c.acked},
-                       {"lost", c.lost},
-                       {"ecn_echoes", c.ecn_echoes},
-                       {"trims", c.trims},
-                       {"evs_active", active},
-                       {"evs_skipping", skipping},
-                       {"evs_parked", parked},
-                       {"evs_assumed_bad", bad},
-                       {"rtt_min_ns", sampled ? qp.plane_rtt[p].min_ns : 0},
-                       {"rtt_max_ns", sampled ? qp.plane_rtt[p].max_ns : 0}});
+        j["evs_active"] = views[p].evs_active;
+        j["evs_skipping"] = views[p].evs_skipping;
+        j["rtt_min_ns"] = sampled ? qp.plane_rtt[p].min_ns : 0;
+        j["rtt_max_ns"] = sampled ? qp.plane_rtt[p].max_ns : 0;
+        out.push_back(std::move(j));
     }
     return out;
 }
@@ -237,60 +276,19 @@ nlohmann::json path_events_json(const PathEventCounts& c, const core::EngineStat
 }
 
 nlohmann::json planes_summary_json(const driver::Driver& drv, std::span<const core::Qp* const> qps) {
-    struct Acc {
-        core::PlaneCounters c{};
-        std::uint64_t evs_active = 0, evs_parked = 0, evs_assumed_bad = 0;
-        std::uint64_t retirements = 0, restorations = 0, probes = 0, probe_answers = 0;
-    };
-    std::vector<Acc> acc(drv.planes());
-    for (const core::Qp* qp : qps) {
-        const core::PathSet& paths = qp->paths;
-        for (std::uint32_t p = 0; p < acc.size() && p < qp->plane_counters.size(); ++p) {
-            const core::PlaneCounters& c = qp->plane_counters[p];
-            core::PlaneCounters& a = acc[p].c;
-            a.data_sent += c.data_sent;
-            a.data_resent += c.data_resent;
-            a.data_bytes_sent += c.data_bytes_sent;
-            a.acked += c.acked;
-            a.lost += c.lost;
-            a.ecn_echoes += c.ecn_echoes;
-            a.trims += c.trims;
-        }
-        if (qp->plane_counters.empty()) continue;  // never sent: no paths in use
-        for (std::size_t i = 0; i < paths.size(); ++i) {
-            const core::EvSlot& s = paths.slot(i);
-            if (s.plane >= acc.size()) continue;
-            ++(s.parked ? acc[s.plane].evs_parked : acc[s.plane].evs_active);
-        }
-        for (const core::BadEv& b : paths.bad())
-            if (b.plane < acc.size()) ++acc[b.plane].evs_assumed_bad;
-        for (const core::ProbeGroup& g : paths.groups()) {
-            if (g.plane >= acc.size()) continue;
-            acc[g.plane].retirements += g.retirements;
-            acc[g.plane].restorations += g.restorations;
-            acc[g.plane].probes += g.probes;
-            acc[g.plane].probe_answers += g.answers;
-        }
-    }
+    std::vector<PlaneView> views(drv.planes());
+    for (const core::Qp* qp : qps) add_planes(*qp, views);
     nlohmann::json out = nlohmann::json::array();
-    for (std::uint32_t p = 0; p < acc.size(); ++p) {
-        const Acc& a = acc[p];
-        out.push_back({{"plane", p},
-                       {"link_up", drv.link_up(p)},
-                       {"data_sent", a.c.data_sent},
-                       {"data_resent", a.c.data_resent},
-                       {"data_bytes_sent", a.c.data_bytes_sent},
-                       {"acked", a.c.acked},
-                       {"lost", a.c.lost},
-                       {"ecn_echoes", a.c.ecn_echoes},
-                       {"trims", a.c.trims},
-                       {"evs_active", a.evs_active},
-                       {"evs_parked", a.evs_parked},
-                       {"evs_assumed_bad", a.evs_assumed_bad},
-                       {"retirements", a.retirements},
-                       {"restorations", a.restorations},
-                       {"probes", a.probes},
-                       {"probe_answers", a.probe_answers}});
+    for (std::uint32_t p = 0; p < views.size(); ++p) {
+        const PlaneView& v = views[p];
+        nlohmann::json j = plane_json(p, v);
+        j["link_up"] = drv.link_up(p);
+        j["evs_active"] = v.evs_active + v.evs_skipping;  // in use, skipped this rotation or not
+        j["retirements"] = v.retirements;
+        j["restorations"] = v.restorations;
+        j["probes"] = v.probes;
+        j["probe_answers"] = v.probe_answers;
+        out.push_back(std::move(j));
     }
     return out;
 }
