@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The OpenMRC C API: the verbs API of omrc/verbs.hpp for programs not
+ * written in C++ (C, or any language with a C FFI). No C++ type crosses it.
+ * docs/CAPI.md describes it.
+ *
+ * Objects are opaque handles, created by an omrc_*_open/alloc/reg/create
+ * call that returns 0 and stores the handle in *out, and released by the
+ * matching close/dealloc/dereg/destroy call. A parent must outlive its
+ * children: device > {pd, cq}, pd > {mr, qp}, cq > every qp that uses it.
+ * Releasing a parent that still has live children returns EBUSY and leaves
+ * it alive.
+ *
+ * Threads: a device and all of its objects are used by one thread at a time,
+ * as in verbs.hpp. Different devices may be driven from different threads.
+ *
+ * Errors: calls return 0 or an errno value (EINVAL for a NULL handle or a bad
+ * argument); omrc_cq_poll and omrc_device_progress return a count, or a
+ * negative errno. No C++ exception leaves the library: an allocation failure
+ * is ENOMEM, anything else unexpected EIO (with a line on the "omrc" log).
+ *
+ * Enumerations and flag bits have the numeric values of verbs.hpp, which
+ * are ibverbs' where ibverbs has them.
+ */
+#ifndef OMRC_OMRC_H
+#define OMRC_OMRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OMRC_MAX_PLANES 15 /* NIC ports (planes) per device */
+#define OMRC_MAX_SGE 8     /* scatter/gather entries per work request */
+
+/* ------------------------------------------------------------------------
+ * Opaque handles */
+
+struct omrc_device;
+struct omrc_pd;
+struct omrc_mr;
+struct omrc_cq;
+struct omrc_qp;
+
+/* ------------------------------------------------------------------------
+ * Work completions */
+
+/* ibv_wc_status numbering. */
+enum omrc_wc_status {
+    OMRC_WC_SUCCESS = 0,
+    OMRC_WC_LOC_LEN_ERR = 1,
+    OMRC_WC_LOC_QP_OP_ERR = 2,
+    OMRC_WC_LOC_PROT_ERR = 4,
+    OMRC_WC_WR_FLUSH_ERR = 5,
+    OMRC_WC_BAD_RESP_ERR = 7,
+    OMRC_WC_LOC_ACCESS_ERR = 8,
+    OMRC_WC_REM_INV_REQ_ERR = 9,
+    OMRC_WC_REM_ACCESS_ERR = 10,
+    OMRC_WC_REM_OP_ERR = 11,
+    OMRC_WC_RETRY_EXC_ERR = 12,
+    OMRC_WC_RNR_RETRY_EXC_ERR = 13,
+    OMRC_WC_GENERAL_ERR = 21
+};
+
+/* ibv_wc_opcode numbering. */
+enum omrc_wc_opcode {
+    OMRC_WC_RDMA_WRITE = 1,          /* a send-queue RDMA WRITE (with or without immediate) */
+    OMRC_WC_RECV_RDMA_WITH_IMM = 129 /* a receive consumed by an incoming WRITE_WITH_IMM */
+};
+
+/* Bits of omrc_wc.wc_flags. */
+#define OMRC_WC_WITH_IMM (1u << 1) /* imm_data is valid */
+
+struct omrc_wc {
+    uint64_t wr_id;
+    enum omrc_wc_status status;
+    enum omrc_wc_opcode opcode;
+    uint32_t byte_len; /* OMRC_WC_RECV_RDMA_WITH_IMM: bytes of the message; sends: 0 */
+    uint32_t imm_data; /* host byte order (ibverbs keeps it big-endian) */
+    uint32_t qp_num;
+    uint32_t wc_flags; /* OMRC_WC_WITH_IMM */
+};
+
+/* "success", "wr_flush_err", ...; "unknown" for a value that is no status. */
+const char* omrc_wc_status_str(int status);
+
+/* ------------------------------------------------------------------------
+ * Memory */
+
+/* Access flags of an MR or a QP (ibverbs values). REMOTE_WRITE or
+ * REMOTE_ATOMIC without LOCAL_WRITE is EINVAL. */
+#define OMRC_ACCESS_LOCAL_WRITE (1u << 0)
+#define OMRC_ACCESS_REMOTE_WRITE (1u << 1)
+#define OMRC_ACCESS_REMOTE_READ (1u << 2)
+#define OMRC_ACCESS_REMOTE_ATOMIC (1u << 3)
+
+struct omrc_sge {
+    uint64_t addr;   /* virtual address inside the MR of lkey */
+    uint32_t length; /* bytes */
+    uint32_t lkey;   /* ignored for inline sends */
+};
+
+/* ------------------------------------------------------------------------
+ * Work requests */
+
+/* ibv_wr_opcode numbering. */
+enum omrc_wr_opcode { OMRC_WR_RDMA_WRITE = 0, OMRC_WR_RDMA_WRITE_WITH_IMM = 1 };
+
+/* Bits of omrc_send_wr.send_flags (ibverbs values). */
+#define OMRC_SEND_SIGNALED (1u << 1)  /* a completion on success too (errors always complete) */
+#define OMRC_SEND_SOLICITED (1u << 2) /* accepted, no effect (no CQ event channel) */
+#define OMRC_SEND_INLINE (1u << 3)    /* payload copied at post time, no MR needed */
+
+/* ibv_send_wr without the linked list: post an array. */
+struct omrc_send_wr {
+    uint64_t wr_id;
+    enum omrc_wr_opcode opcode;
+    uint32_t send_flags;            /* OMRC_SEND_* */
+    const struct omrc_sge* sg_list; /* read during omrc_qp_post_send only; NULL when num_sge is 0 */
+    uint32_t num_sge;
+    uint64_t remote_addr; /* peer virtual address */
+    uint32_t rkey;        /* peer MR */
+    uint32_t imm_data;    /* OMRC_WR_RDMA_WRITE_WITH_IMM, host byte order */
+};
+
+/* A receive, consumed by an incoming WRITE_WITH_IMM (which writes at its
+ * RETH address): the SGEs are validated and their total length kept, no byte
+ * is written into them. */
+struct omrc_recv_wr {
+    uint64_t wr_id;
+    const struct omrc_sge* sg_list;
+    uint32_t num_sge;
+};
+
+/* ------------------------------------------------------------------------
+ * Queue pairs */
+
+/* ibv_qp_state numbering (SQD and SQE do not exist here). */
+enum omrc_qp_state {
+    OMRC_QPS_RESET = 0,
+    OMRC_QPS_INIT = 1,
+    OMRC_QPS_RTR = 2,
+    OMRC_QPS_RTS = 3,
+    OMRC_QPS_ERR = 6
+};
+
+/* How a QP chooses the path (entropy value, EV) of each packet. */
+enum omrc_path_policy {
+    OMRC_PATH_ECMP = 0,    /* one EV for the whole QP (single-path baseline) */
+    OMRC_PATH_SPRAY = 1,   /* oblivious rotation over the active EVs */
+    OMRC_PATH_ADAPTIVE = 2 /* MRC: skips, retires and probes EVs by their state */
+};
+
+enum omrc_cc_algorithm {
+    OMRC_CC_FIXED = 0, /* constant window */
+    OMRC_CC_NSCC = 1   /* delay + ECN, quick adapt on trims */
+};
+
+/* Congestion control of one QP (verbs.hpp's CcConfig). */
+struct omrc_cc_config {
+    enum omrc_cc_algorithm algorithm;
+    uint64_t fixed_window_bytes; /* fixed: the window */
+    uint64_t base_rtt_ns;        /* nscc: unloaded round trip */
+    uint64_t link_rate_bps;      /* nscc: rate of one plane */
+    double target_delay_ratio;   /* nscc: target queueing delay / base_rtt */
+    double max_window_bdp;       /* nscc: initial and maximum window, in BDPs */
+};
+
+/* Queue capacities, fixed at creation (ibv_qp_cap). */
+struct omrc_qp_cap {
+    uint32_t max_send_wr;     /* 1..65536 outstanding send WRs */
+    uint32_t max_recv_wr;     /* 0..65536 posted receives */
+    uint32_t max_send_sge;    /* <= OMRC_MAX_SGE */
+    uint32_t max_recv_sge;    /* <= OMRC_MAX_SGE */
+    uint32_t max_inline_data; /* <= 4096 bytes */
+};
+
+/* ibv_qp_init_attr. The CQs must belong to the PD's device and outlive the QP. */
+struct omrc_qp_init_attr {
+    struct omrc_cq* send_cq;
+    struct omrc_cq* recv_cq;
+    struct omrc_qp_cap cap;
+    bool sq_sig_all; /* every send WR is signalled, whatever its flags */
+};
+
+/* Where a device is reachable: what a peer puts into omrc_qp_attr.peer.
+ * A plain value without padding: copy it, or exchange it between hosts as
+ * the OMRC_DEVICE_ADDRESS_BYTES bytes of omrc_device_address_to_bytes. */
+struct omrc_device_address {
+    uint8_t addr[16];                  /* inner IPv6 address of the device */
+    uint8_t macs[OMRC_MAX_PLANES][6];  /* next-hop MAC per plane */
+    uint8_t reserved[2];               /* zero */
+    uint32_t planes;                   /* planes used (macs beyond are unused) */
+    uint32_t host;                     /* srv6 frame mode: host index in the fabric */
+};
+
+#define OMRC_DEVICE_ADDRESS_BYTES 116
+
+/* The address as bytes independent of the host's byte order (integers
+ * big-endian). Returns 0, or EINVAL for a NULL pointer. */
+int omrc_device_address_to_bytes(const struct omrc_device_address* a, uint8_t out[OMRC_DEVICE_ADDRESS_BYTES]);
+/* The reverse; EINVAL for a NULL pointer or planes > OMRC_MAX_PLANES. */
+int omrc_device_address_from_bytes(const uint8_t in[OMRC_DEVICE_ADDRESS_BYTES], struct omrc_device_address* out);
+
+/* ibv_qp_attr, the parts OpenMRC uses; the mask of omrc_qp_modify says which
+ * fields are read. Transitions:
+ *   RESET->INIT  STATE | ACCESS_FLAGS
+ *   INIT->RTR    STATE | PATH | DEST_QPN | RQ_PSN | MTU   (optional: MPR)
+ *   RTR->RTS     STATE | SQ_PSN                         (optional: TIMEOUT, RETRY_CNT, CC)
+ *   any->ERR, any->RESET: STATE
+ * Fill it with omrc_qp_attr_init first: a zeroed struct is not the default. */
+struct omrc_qp_attr {
+    enum omrc_qp_state qp_state;
+    uint32_t qp_access_flags; /* OMRC_ACCESS_* the peer may use */
+    /* RTR */
+    uint32_t dest_qp_num;     /* omrc_qp_num() on the peer */
+    uint16_t dest_conn_id;    /* omrc_qp_conn_id() on the peer */
+    uint32_t rq_psn;          /* first PSN expected from the peer (24 bits) */
+    struct omrc_device_address peer; /* omrc_device_get_address() on the peer */
+    uint32_t mtu_bytes;       /* payload per packet: 64..4096, a multiple of 64 */
+    uint32_t mpr;             /* receive window in units of 128 packets: 1, 2, 4, .. 32 */
+    enum omrc_path_policy path_policy;
+    uint32_t evs;             /* active EVs, split equally over the planes */
+    uint32_t backup_evs;      /* known-good spare EVs */
+    /* RTS */
+    uint32_t sq_psn;          /* our first PSN (24 bits) */
+    uint64_t timeout_ns;      /* no progress for timeout * (retry_cnt + 1) -> retry_exc_err */
+    uint32_t retry_cnt;
+    struct omrc_cc_config cc;
+};
+
+/* Bits of the mask given to omrc_qp_modify. */
+#define OMRC_QP_STATE (1u << 0)
+#define OMRC_QP_ACCESS_FLAGS (1u << 1)
+#define OMRC_QP_PATH (1u << 2) /* peer, path_policy, evs, backup_evs */
+#define OMRC_QP_DEST_QPN (1u << 3) /* dest_qp_num and dest_conn_id */
+#define OMRC_QP_RQ_PSN (1u << 4)
+#define OMRC_QP_MTU (1u << 5)
+#define OMRC_QP_MPR (1u << 6)
+#define OMRC_QP_SQ_PSN (1u << 7)
+#define OMRC_QP_TIMEOUT (1u << 8)
+#define OMRC_QP_RETRY_CNT (1u << 9)
+#define OMRC_QP_CC (1u << 10)
+
+/* ------------------------------------------------------------------------
+ * Device options */
+
+enum omrc_frame_mode {
+    OMRC_FRAME_PLAIN = 0, /* Ethernet/IPv6/UDP */
+    OMRC_FRAME_SRV6 = 1   /* outer IPv6 header to the EV's SRv6 uSID path */
+};
+
+/* srv6 frame mode: the multi-plane two-tier Clos the device is part of. */
+struct omrc_fabric_layout {
+    uint32_t usid_block; /* 32-bit uSID locator block */
+    uint32_t planes;
+    uint32_t t0_per_plane;
+    uint32_t t1_per_plane;
+    uint32_t hosts_per_t0;
+};
+
+/* One driver option, key=value (verbs.hpp's DeviceOptions::args). */
+struct omrc_device_arg {
+    const char* key;
+    const char* value;
+};
+
+/* verbs.hpp's DeviceOptions (docs/VERBS.md). Fill it with
+ * omrc_device_options_init, then change what differs. Read during
+ * omrc_device_open only, except the clock. */
+struct omrc_device_options {
+    const struct omrc_device_arg* args; /* driver options; unknown or duplicate keys: EINVAL */
+    size_t num_args;
+    uint32_t planes;       /* planes to use; 0 = all the driver has */
+    uint8_t local_addr[16];/* all zero: the driver's default */
+    enum omrc_frame_mode frame_mode;
+    struct omrc_fabric_layout fabric; /* srv6 only */
+    uint32_t local_host;   /* srv6 only: our host index in fabric */
+    uint64_t seed;         /* 0: random (production); else deterministic keys and engine */
+    bool compute_icrc;     /* RoCEv2 ICRC in software on send */
+    bool verify_icrc;      /* ... and on receive */
+    uint32_t ack_every_pkts;     /* 1..64 */
+    uint64_t ack_delay_ns;
+    uint64_t ev_timeout_ns;
+    uint64_t probe_interval_ns;
+    uint32_t probe_successes_to_restore;
+    uint32_t ev_track_depth;
+    uint64_t port_status_repeat_ns;
+    uint32_t max_qps;            /* 1..4096 */
+    uint32_t rx_burst_frames;    /* 1..1024 */
+    uint32_t tx_burst_frames;    /* 1..1024 */
+    /* The device's clock in ns, called with clock_ctx on the owning thread at
+     * every progress and post; it must never go backwards and must stay valid
+     * until the device is closed. NULL: a steady real clock. */
+    uint64_t (*clock)(void* clock_ctx);
+    void* clock_ctx;
+};
+
+/* The defaults of verbs.hpp's DeviceOptions (no args, real clock). */
+void omrc_device_options_init(struct omrc_device_options* o);
+
+/* QP attributes a configuration file applies to every QP of its device
+ * (config.hpp's QpDefaults). Zero in mtu_bytes or timeout_ns: the front
+ * end's own choice. */
+struct omrc_qp_defaults {
+    enum omrc_path_policy path_policy;
+    uint32_t evs;
+    uint32_t backup_evs;
+    uint32_t mtu_bytes;
+    uint32_t mpr;
+    uint64_t timeout_ns;
+    uint32_t retry_cnt;
+    struct omrc_cc_config cc;
+};
+
+/* The defaults of config.hpp's QpDefaults. */
+void omrc_qp_defaults_init(struct omrc_qp_defaults* d);
+
+/* ------------------------------------------------------------------------
+ * Device */
+
+/* Opens a device on `driver` ("loopback", "udp"; omrc_drivers lists them);
+ * options NULL = the defaults. 0, or ENODEV (no such driver, port or
+ * interface), EINVAL (bad options; the log says which), EBUSY (endpoint or
+ * port held by another device), or the driver's errno. */
+int omrc_device_open(const char* driver, const struct omrc_device_options* options, struct omrc_device** out);
+
+/* Opens device `device_name` (NULL: the first one) of a configuration file
+ * (config.hpp, docs/CONFIG.md) with its driver and options; its QP defaults
+ * are then those of omrc_device_qp_defaults. 0, or EINVAL (syntax or value),
+ * ENOENT (no such file or device), EACCES/EIO (unreadable), or an errno of
+ * omrc_device_open; err_buf (may be NULL) receives what was wrong,
+ * truncated to err_len bytes with its terminating NUL. */
+int omrc_device_open_config(const char* path, const char* device_name, struct omrc_device** out, char* err_buf,
+                            size_t err_len);
+
+/* 0, EBUSY while a pd or cq of the device is alive, EINVAL for NULL. */
+int omrc_device_close(struct omrc_device* dev);
+
+/* One pass of the poll-mode loop (verbs.hpp's Device::progress): frames and
+ * completions moved (0: nothing to do right now), or -EINVAL for NULL. */
+int omrc_device_progress(struct omrc_device* dev);
+/* Earliest clock value at which progress has work; UINT64_MAX when idle (or dev NULL). */
+uint64_t omrc_device_next_wakeup_ns(const struct omrc_device* dev);
+/* The device's clock; 0 for NULL. */
+uint64_t omrc_device_now_ns(const struct omrc_device* dev);
+/* Our address, to give to peers. 0 or EINVAL. */
+int omrc_device_get_address(const struct omrc_device* dev, struct omrc_device_address* out);
+/* Planes in use; 0 for NULL. */
+uint32_t omrc_device_planes(const struct omrc_device* dev);
+/* The QP defaults of the device's configuration (omrc_qp_defaults_init's
+ * for a device opened with omrc_device_open). 0 or EINVAL. */
+int omrc_device_qp_defaults(const struct omrc_device* dev, struct omrc_qp_defaults* out);
+
+/* The counters as one JSON document (verbs.hpp's Device::stats_json), with
+ * its terminating NUL, into buf. 0; ERANGE when len is too small (buf then
+ * holds "" if len > 0); *needed (may be NULL) receives the bytes it takes,
+ * NUL included, in both cases. EINVAL for a NULL dev, or a NULL buf with
+ * len > 0. */
+int omrc_device_stats_json(const struct omrc_device* dev, char* buf, size_t len, size_t* needed);
+
+/* The names of the drivers omrc_device_open accepts, comma-separated
+ * ("loopback,udp"), as omrc_device_stats_json fills its buffer. */
+int omrc_drivers(char* buf, size_t len, size_t* needed);
+
+/* ------------------------------------------------------------------------
+ * Protection domains and memory registration */
+
+int omrc_pd_alloc(struct omrc_device* dev, struct omrc_pd** out);
+/* 0, EBUSY while an mr or qp of the pd is alive, EINVAL for NULL. */
+int omrc_pd_dealloc(struct omrc_pd* pd);
+
+/* Registers [addr, addr+length), which must stay valid until deregistered
+ * (nothing is pinned or copied). EINVAL: NULL addr, length 0, a range that
+ * wraps, unknown access bits, REMOTE_WRITE/ATOMIC without LOCAL_WRITE. */
+int omrc_mr_reg(struct omrc_pd* pd, void* addr, size_t length, uint32_t access, struct omrc_mr** out);
+/* Deregisters and frees the handle: after it returns no incoming packet
+ * writes into the memory. Send WRs still outstanding on it are the caller's
+ * error (wait for their completions). 0 or EINVAL. */
+int omrc_mr_dereg(struct omrc_mr* mr);
+/* Getters; 0 (NULL) for a NULL handle. */
+uint32_t omrc_mr_lkey(const struct omrc_mr* mr);
+uint32_t omrc_mr_rkey(const struct omrc_mr* mr);
+void* omrc_mr_addr(const struct omrc_mr* mr);
+size_t omrc_mr_length(const struct omrc_mr* mr);
+
+/* ------------------------------------------------------------------------
+ * Completion queues */
+
+/* A CQ with room for cqe completions (1..2^20, else EINVAL). */
+int omrc_cq_create(struct omrc_device* dev, int cqe, struct omrc_cq** out);
+/* 0, EBUSY while a qp uses the cq, EINVAL for NULL. Unpolled completions are discarded. */
+int omrc_cq_destroy(struct omrc_cq* cq);
+/* Moves up to n completions, oldest first, into out; returns how many, or
+ * -EINVAL (NULL cq, n < 0, NULL out with n > 0). Does not drive progress. */
+int omrc_cq_poll(struct omrc_cq* cq, struct omrc_wc* out, int n);
+
+/* ------------------------------------------------------------------------
+ * Queue pairs */
+
+/* Fill with verbs.hpp's defaults before setting fields. */
+void omrc_qp_init_attr_init(struct omrc_qp_init_attr* a);
+void omrc_qp_attr_init(struct omrc_qp_attr* a);
+
+/* EINVAL (NULL or foreign CQ, cap out of range), ENOMEM (max_qps reached). */
+int omrc_qp_create(struct omrc_pd* pd, const struct omrc_qp_init_attr* attr, struct omrc_qp** out);
+/* Outstanding WRs are dropped without completion. 0 or EINVAL. */
+int omrc_qp_destroy(struct omrc_qp* qp);
+
+/* State transition and/or attribute change. 0 or EINVAL (transition not
+ * allowed, attribute missing or out of range, unknown mask bit or enum). */
+int omrc_qp_modify(struct omrc_qp* qp, const struct omrc_qp_attr* attr, uint32_t mask);
+
+/* Posts n send WRs in order. 0, or the errno of the first WR not posted,
+ * whose index goes to *bad_wr (may be NULL); the WRs before it are posted.
+ * EINVAL: QP not in RTS/ERR, bad opcode or flags, too many SGEs (or a NULL
+ * sg_list with num_sge > 0), inline longer than max_inline_data, an SGE
+ * outside a live MR of the QP's PD; ENOMEM: max_send_wr outstanding. */
+int omrc_qp_post_send(struct omrc_qp* qp, const struct omrc_send_wr* wrs, size_t n, size_t* bad_wr);
+/* As omrc_qp_post_send: EINVAL (QP in RESET, too many SGEs, an SGE outside a
+ * live LOCAL_WRITE MR of the PD), ENOMEM (max_recv_wr posted). */
+int omrc_qp_post_recv(struct omrc_qp* qp, const struct omrc_recv_wr* wrs, size_t n, size_t* bad_wr);
+
+/* Stops using path `ev` (operator denial). 0, ENOENT (not in use) or EINVAL. */
+int omrc_qp_deny_ev(struct omrc_qp* qp, uint32_t ev);
+
+/* Getters; 0 for a NULL handle. */
+uint32_t omrc_qp_num(const struct omrc_qp* qp);
+uint16_t omrc_qp_conn_id(const struct omrc_qp* qp); /* the peer's dest_conn_id */
+/* An enum omrc_qp_state value, or -EINVAL for NULL. */
+int omrc_qp_get_state(const struct omrc_qp* qp);
+
+/* ------------------------------------------------------------------------
+ * Library */
+
+/* "MAJOR.MINOR.PATCH" of the linked library. */
+const char* omrc_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OMRC_OMRC_H */

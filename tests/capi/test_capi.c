@@ -1,0 +1,690 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The C API (include/omrc/omrc.h) from C: errors, defaults, object
+ * lifecycle, QP states, posting errors and a byte-exact transfer on one
+ * loopback device in virtual time. Prints "N passed, M failed"; exits 1 on
+ * any failure.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omrc/omrc.h>
+
+static int passed;
+static int failed;
+
+static void check(int ok, const char* what, const char* file, int line) {
+    if (ok) {
+        ++passed;
+    } else {
+        ++failed;
+        fprintf(stderr, "%s:%d: failed: %s\n", file, line, what);
+    }
+}
+
+#define CHECK(cond) check((cond) ? 1 : 0, #cond, __FILE__, __LINE__)
+
+/* Checks an integer result and says what it was when it differs. */
+static void check_eq(long long got, long long want, const char* what, const char* file, int line) {
+    if (got == want) {
+        ++passed;
+    } else {
+        ++failed;
+        fprintf(stderr, "%s:%d: failed: %s is %lld, expected %lld\n", file, line, what, got, want);
+    }
+}
+
+#define CHECK_EQ(got, want) check_eq((long long)(got), (long long)(want), #got, __FILE__, __LINE__)
+
+/* ------------------------------------------------------------------------
+ * A device on its own private loopback fabric, driven in virtual time. */
+
+struct solo {
+    uint64_t now_ns;
+    struct omrc_device* dev;
+};
+
+static uint64_t virtual_clock(void* ctx) { return ((const struct solo*)ctx)->now_ns; }
+
+static int solo_open(struct solo* s, const char* planes) {
+    struct omrc_device_options o;
+    struct omrc_device_arg args[1];
+    s->now_ns = 1000000;
+    s->dev = NULL;
+    omrc_device_options_init(&o);
+    args[0].key = "planes";
+    args[0].value = planes;
+    o.args = args;
+    o.num_args = 1;
+    o.seed = 7;
+    o.clock = virtual_clock;
+    o.clock_ctx = s;
+    return omrc_device_open("loopback", &o, &s->dev);
+}
+
+/* Progresses the device, jumping the clock to its next wakeup, until `want`
+ * completions were polled from cq into wcs (or nothing is left to do). */
+static int solo_poll(struct solo* s, struct omrc_cq* cq, struct omrc_wc* wcs, int want) {
+    int got = 0;
+    const uint64_t deadline = s->now_ns + 1000000000ull;
+    long pass;
+    for (pass = 0; pass < 1000000 && got < want; ++pass) {
+        uint64_t next;
+        int n;
+        if (omrc_device_progress(s->dev) < 0) break;
+        n = omrc_cq_poll(cq, wcs + got, want - got);
+        if (n < 0) break;
+        got += n;
+        if (got >= want) break;
+        next = omrc_device_next_wakeup_ns(s->dev);
+        if (next == UINT64_MAX) break;
+        if (next > s->now_ns) s->now_ns = next;
+        if (s->now_ns > deadline) break;
+    }
+    return got;
+}
+
+/* RESET -> INIT -> RTR -> RTS, connected to `peer` on the same device. */
+static int connect_qp(struct omrc_device* dev, struct omrc_qp* qp, const struct omrc_qp* peer) {
+    struct omrc_qp_attr attr;
+    int rc;
+    omrc_qp_attr_init(&attr);
+    attr.qp_state = OMRC_QPS_INIT;
+    attr.qp_access_flags = OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE;
+    rc = omrc_qp_modify(qp, &attr, OMRC_QP_STATE | OMRC_QP_ACCESS_FLAGS);
+    if (rc != 0) return rc;
+    attr.qp_state = OMRC_QPS_RTR;
+    attr.dest_qp_num = omrc_qp_num(peer);
+    attr.dest_conn_id = omrc_qp_conn_id(peer);
+    rc = omrc_device_get_address(dev, &attr.peer);
+    if (rc != 0) return rc;
+    rc = omrc_qp_modify(qp, &attr, OMRC_QP_STATE | OMRC_QP_PATH | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN | OMRC_QP_MTU);
+    if (rc != 0) return rc;
+    attr.qp_state = OMRC_QPS_RTS;
+    return omrc_qp_modify(qp, &attr, OMRC_QP_STATE | OMRC_QP_SQ_PSN);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_open_errors(void) {
+    struct omrc_device* dev = (struct omrc_device*)&dev; /* not NULL: open must clear it */
+    struct omrc_device_options o;
+    struct omrc_device_arg args[2];
+
+    CHECK_EQ(omrc_device_open("no_such_driver", NULL, &dev), ENODEV);
+    CHECK(dev == NULL);
+    CHECK_EQ(omrc_device_open(NULL, NULL, &dev), EINVAL);
+    CHECK_EQ(omrc_device_open("loopback", NULL, NULL), EINVAL);
+
+    omrc_device_options_init(&o);
+    args[0].key = "no_such_key";
+    args[0].value = "1";
+    o.args = args;
+    o.num_args = 1;
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+    CHECK(dev == NULL);
+
+    args[0].key = "planes";
+    args[0].value = "four";
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+
+    args[0].value = "4";
+    args[1].key = "planes";
+    args[1].value = "2";
+    o.num_args = 2;
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL); /* a key given twice */
+
+    args[1].key = NULL;
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+
+    omrc_device_options_init(&o);
+    o.num_args = 1; /* args NULL */
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+
+    omrc_device_options_init(&o);
+    o.frame_mode = (enum omrc_frame_mode)7;
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+
+    omrc_device_options_init(&o);
+    o.planes = OMRC_MAX_PLANES + 1;
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+
+    omrc_device_options_init(&o);
+    o.ack_every_pkts = 65;
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+    CHECK(dev == NULL);
+}
+
+static void test_defaults(void) {
+    struct omrc_device_options o;
+    struct omrc_qp_attr a;
+    struct omrc_qp_init_attr init;
+    struct omrc_qp_defaults d;
+
+    memset(&o, 0xA5, sizeof o);
+    omrc_device_options_init(&o);
+    CHECK(o.args == NULL);
+    CHECK_EQ(o.num_args, 0);
+    CHECK_EQ(o.planes, 0);
+    CHECK_EQ(o.local_addr[0], 0);
+    CHECK_EQ(o.local_addr[15], 0);
+    CHECK_EQ(o.frame_mode, OMRC_FRAME_PLAIN);
+    CHECK_EQ(o.fabric.usid_block, 0xFCBB0000u);
+    CHECK_EQ(o.fabric.planes, 8);
+    CHECK_EQ(o.fabric.t0_per_plane, 512);
+    CHECK_EQ(o.fabric.t1_per_plane, 256);
+    CHECK_EQ(o.fabric.hosts_per_t0, 256);
+    CHECK_EQ(o.seed, 0);
+    CHECK(o.compute_icrc);
+    CHECK(o.verify_icrc);
+    CHECK_EQ(o.ack_every_pkts, 16);
+    CHECK_EQ(o.ack_delay_ns, 2000);
+    CHECK_EQ(o.ev_timeout_ns, 200000);
+    CHECK_EQ(o.probe_interval_ns, 50000);
+    CHECK_EQ(o.probe_successes_to_restore, 3);
+    CHECK_EQ(o.ev_track_depth, 16);
+    CHECK_EQ(o.port_status_repeat_ns, 100000);
+    CHECK_EQ(o.max_qps, 1024);
+    CHECK_EQ(o.rx_burst_frames, 32);
+    CHECK_EQ(o.tx_burst_frames, 32);
+    CHECK(o.clock == NULL);
+    CHECK(o.clock_ctx == NULL);
+
+    omrc_qp_attr_init(&a);
+    CHECK_EQ(a.qp_state, OMRC_QPS_RESET);
+    CHECK_EQ(a.mtu_bytes, 4096);
+    CHECK_EQ(a.mpr, 8);
+    CHECK_EQ(a.path_policy, OMRC_PATH_ADAPTIVE);
+    CHECK_EQ(a.evs, 128);
+    CHECK_EQ(a.backup_evs, 32);
+    CHECK_EQ(a.timeout_ns, 4000000);
+    CHECK_EQ(a.retry_cnt, 7);
+    CHECK_EQ(a.cc.algorithm, OMRC_CC_NSCC);
+    CHECK_EQ(a.cc.base_rtt_ns, 10000);
+    CHECK_EQ(a.cc.fixed_window_bytes, 4u << 20);
+    CHECK(a.cc.target_delay_ratio == 0.75);
+    CHECK(a.cc.max_window_bdp == 1.5);
+
+    omrc_qp_init_attr_init(&init);
+    CHECK(init.send_cq == NULL && init.recv_cq == NULL);
+    CHECK_EQ(init.cap.max_send_wr, 256);
+    CHECK_EQ(init.cap.max_recv_wr, 256);
+    CHECK_EQ(init.cap.max_send_sge, 4);
+    CHECK_EQ(init.cap.max_recv_sge, 1);
+    CHECK_EQ(init.cap.max_inline_data, 256);
+    CHECK(!init.sq_sig_all);
+
+    omrc_qp_defaults_init(&d);
+    CHECK_EQ(d.path_policy, OMRC_PATH_ADAPTIVE);
+    CHECK_EQ(d.evs, 128);
+    CHECK_EQ(d.mtu_bytes, 0);
+    CHECK_EQ(d.timeout_ns, 4000000);
+    CHECK_EQ(d.cc.algorithm, OMRC_CC_NSCC);
+}
+
+static void test_device(void) {
+    struct solo s;
+    struct omrc_device_address addr, back;
+    struct omrc_qp_defaults d;
+    uint8_t bytes[OMRC_DEVICE_ADDRESS_BYTES];
+    char names[64];
+    size_t needed = 0;
+
+    CHECK_EQ(solo_open(&s, "4"), 0);
+    if (s.dev == NULL) return;
+    CHECK_EQ(omrc_device_planes(s.dev), 4);
+    CHECK_EQ(omrc_device_now_ns(s.dev), 1000000);
+    s.now_ns = 5000000;
+    CHECK_EQ(omrc_device_now_ns(s.dev), 5000000);
+    CHECK(omrc_device_progress(s.dev) >= 0);
+    CHECK_EQ(omrc_device_next_wakeup_ns(s.dev), UINT64_MAX); /* idle: no QP, nothing posted */
+
+    CHECK_EQ(omrc_device_get_address(s.dev, &addr), 0);
+    CHECK_EQ(addr.planes, 4);
+    CHECK_EQ(addr.addr[0], 0xfd); /* the loopback driver's fd6d:7263::/32 */
+    CHECK_EQ(addr.reserved[0] | addr.reserved[1], 0);
+    CHECK_EQ(omrc_device_address_to_bytes(&addr, bytes), 0);
+    CHECK_EQ(bytes[108], 0); /* planes, big-endian */
+    CHECK_EQ(bytes[111], 4);
+    memset(&back, 0xff, sizeof back);
+    CHECK_EQ(omrc_device_address_from_bytes(bytes, &back), 0);
+    CHECK(memcmp(&addr, &back, sizeof addr) == 0);
+    bytes[111] = OMRC_MAX_PLANES + 1;
+    CHECK_EQ(omrc_device_address_from_bytes(bytes, &back), EINVAL);
+    bytes[111] = 4;
+    bytes[106] = 1; /* reserved */
+    CHECK_EQ(omrc_device_address_from_bytes(bytes, &back), EINVAL);
+    CHECK_EQ(omrc_device_address_to_bytes(NULL, bytes), EINVAL);
+
+    CHECK_EQ(omrc_device_qp_defaults(s.dev, &d), 0);
+    CHECK_EQ(d.evs, 128);
+    CHECK_EQ(omrc_device_qp_defaults(NULL, &d), EINVAL);
+
+    CHECK_EQ(omrc_drivers(names, sizeof names, &needed), 0);
+    CHECK(strstr(names, "loopback") != NULL);
+    CHECK(strstr(names, "udp") != NULL);
+    CHECK_EQ(needed, strlen(names) + 1);
+    CHECK_EQ(omrc_drivers(names, 3, &needed), ERANGE);
+    CHECK_EQ(names[0], '\0');
+
+    /* NULL handles */
+    CHECK_EQ(omrc_device_progress(NULL), -EINVAL);
+    CHECK_EQ(omrc_device_next_wakeup_ns(NULL), UINT64_MAX);
+    CHECK_EQ(omrc_device_now_ns(NULL), 0);
+    CHECK_EQ(omrc_device_planes(NULL), 0);
+    CHECK_EQ(omrc_device_get_address(NULL, &addr), EINVAL);
+    CHECK_EQ(omrc_device_get_address(s.dev, NULL), EINVAL);
+    CHECK_EQ(omrc_device_close(NULL), EINVAL);
+
+    CHECK_EQ(omrc_device_close(s.dev), 0);
+}
+
+static void test_lifecycle(void) {
+    struct solo s, other;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* cq = NULL;
+    struct omrc_cq* foreign_cq = NULL;
+    struct omrc_mr* mr = NULL;
+    struct omrc_mr* bad = NULL;
+    struct omrc_qp* qp = NULL;
+    struct omrc_qp_init_attr init;
+    struct omrc_wc wc;
+    static unsigned char buf[4096];
+
+    CHECK_EQ(solo_open(&s, "2"), 0);
+    CHECK_EQ(solo_open(&other, "2"), 0);
+    if (s.dev == NULL || other.dev == NULL) return;
+
+    CHECK_EQ(omrc_pd_alloc(NULL, &pd), EINVAL);
+    CHECK_EQ(omrc_pd_alloc(s.dev, NULL), EINVAL);
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK(pd != NULL);
+
+    CHECK_EQ(omrc_cq_create(s.dev, 0, &cq), EINVAL);
+    CHECK(cq == NULL);
+    CHECK_EQ(omrc_cq_create(s.dev, (1 << 20) + 1, &cq), EINVAL);
+    CHECK_EQ(omrc_cq_create(NULL, 16, &cq), EINVAL);
+    CHECK_EQ(omrc_cq_create(s.dev, 16, &cq), 0);
+    CHECK_EQ(omrc_cq_create(other.dev, 16, &foreign_cq), 0);
+
+    CHECK_EQ(omrc_mr_reg(pd, NULL, sizeof buf, OMRC_ACCESS_LOCAL_WRITE, &bad), EINVAL);
+    CHECK_EQ(omrc_mr_reg(pd, buf, 0, OMRC_ACCESS_LOCAL_WRITE, &bad), EINVAL);
+    CHECK_EQ(omrc_mr_reg(pd, buf, sizeof buf, OMRC_ACCESS_REMOTE_WRITE, &bad), EINVAL);
+    CHECK_EQ(omrc_mr_reg(pd, buf, sizeof buf, 1u << 7, &bad), EINVAL);
+    CHECK_EQ(omrc_mr_reg(NULL, buf, sizeof buf, OMRC_ACCESS_LOCAL_WRITE, &bad), EINVAL);
+    CHECK(bad == NULL);
+    CHECK_EQ(omrc_mr_reg(pd, buf, sizeof buf, OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE, &mr), 0);
+    CHECK(omrc_mr_lkey(mr) != 0);
+    CHECK(omrc_mr_rkey(mr) != 0);
+    CHECK(omrc_mr_addr(mr) == (void*)buf);
+    CHECK_EQ(omrc_mr_length(mr), sizeof buf);
+    CHECK_EQ(omrc_mr_lkey(NULL), 0);
+    CHECK_EQ(omrc_mr_rkey(NULL), 0);
+    CHECK(omrc_mr_addr(NULL) == NULL);
+    CHECK_EQ(omrc_mr_length(NULL), 0);
+
+    omrc_qp_init_attr_init(&init);
+    CHECK_EQ(omrc_qp_create(pd, &init, &qp), EINVAL); /* no CQs */
+    init.send_cq = cq;
+    init.recv_cq = foreign_cq;
+    CHECK_EQ(omrc_qp_create(pd, &init, &qp), EINVAL); /* a CQ of another device */
+    init.recv_cq = cq;
+    init.cap.max_send_sge = OMRC_MAX_SGE + 1;
+    CHECK_EQ(omrc_qp_create(pd, &init, &qp), EINVAL);
+    init.cap.max_send_sge = 4;
+    CHECK_EQ(omrc_qp_create(pd, NULL, &qp), EINVAL);
+    CHECK(qp == NULL);
+    CHECK_EQ(omrc_qp_create(pd, &init, &qp), 0);
+    CHECK(qp != NULL);
+    CHECK(omrc_qp_num(qp) != 0);
+    CHECK_EQ(omrc_qp_get_state(qp), OMRC_QPS_RESET);
+    CHECK_EQ(omrc_qp_num(NULL), 0);
+    CHECK_EQ(omrc_qp_conn_id(NULL), 0);
+    CHECK_EQ(omrc_qp_get_state(NULL), -EINVAL);
+
+    /* Parents with live children stay alive and usable. */
+    CHECK_EQ(omrc_device_close(s.dev), EBUSY);
+    CHECK_EQ(omrc_pd_dealloc(pd), EBUSY);
+    CHECK_EQ(omrc_cq_destroy(cq), EBUSY);
+    CHECK_EQ(omrc_cq_poll(cq, &wc, 1), 0);
+    CHECK(omrc_device_progress(s.dev) >= 0);
+
+    /* NULL handles */
+    CHECK_EQ(omrc_pd_dealloc(NULL), EINVAL);
+    CHECK_EQ(omrc_cq_destroy(NULL), EINVAL);
+    CHECK_EQ(omrc_mr_dereg(NULL), EINVAL);
+    CHECK_EQ(omrc_qp_destroy(NULL), EINVAL);
+    CHECK_EQ(omrc_qp_deny_ev(NULL, 1), EINVAL);
+    CHECK_EQ(omrc_cq_poll(NULL, &wc, 1), -EINVAL);
+    CHECK_EQ(omrc_cq_poll(cq, NULL, 1), -EINVAL);
+    CHECK_EQ(omrc_cq_poll(cq, &wc, -1), -EINVAL);
+    CHECK_EQ(omrc_cq_poll(cq, NULL, 0), 0);
+
+    /* Children first, then each parent. */
+    CHECK_EQ(omrc_qp_destroy(qp), 0);
+    CHECK_EQ(omrc_cq_destroy(cq), 0);
+    CHECK_EQ(omrc_pd_dealloc(pd), EBUSY); /* the MR is still registered */
+    CHECK_EQ(omrc_mr_dereg(mr), 0);
+    CHECK_EQ(omrc_device_close(s.dev), EBUSY); /* the PD */
+    CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    CHECK_EQ(omrc_device_close(s.dev), 0);
+    CHECK_EQ(omrc_device_close(other.dev), EBUSY); /* foreign_cq */
+    CHECK_EQ(omrc_cq_destroy(foreign_cq), 0);
+    CHECK_EQ(omrc_device_close(other.dev), 0);
+}
+
+static void test_qp_states(void) {
+    struct solo s;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* cq = NULL;
+    struct omrc_qp* a = NULL;
+    struct omrc_qp* b = NULL;
+    struct omrc_qp_init_attr init;
+    struct omrc_qp_attr attr;
+
+    CHECK_EQ(solo_open(&s, "2"), 0);
+    if (s.dev == NULL) return;
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 64, &cq), 0);
+    omrc_qp_init_attr_init(&init);
+    init.send_cq = init.recv_cq = cq;
+    CHECK_EQ(omrc_qp_create(pd, &init, &a), 0);
+    CHECK_EQ(omrc_qp_create(pd, &init, &b), 0);
+    CHECK(omrc_qp_num(a) != omrc_qp_num(b));
+
+    omrc_qp_attr_init(&attr);
+    CHECK_EQ(omrc_qp_modify(NULL, &attr, OMRC_QP_STATE), EINVAL);
+    CHECK_EQ(omrc_qp_modify(a, NULL, OMRC_QP_STATE), EINVAL);
+    /* RESET -> RTR skips INIT */
+    attr.qp_state = OMRC_QPS_RTR;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_PATH | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN |
+                                          OMRC_QP_MTU),
+             EINVAL);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RESET);
+    /* 4 is ibverbs' SQD, which does not exist here; 99 is nothing */
+    attr.qp_state = (enum omrc_qp_state)4;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE), EINVAL);
+    attr.qp_state = (enum omrc_qp_state)99;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE), EINVAL);
+    attr.qp_state = OMRC_QPS_INIT;
+    attr.qp_access_flags = OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_ACCESS_FLAGS | (1u << 20)), EINVAL); /* unknown bit */
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_ACCESS_FLAGS), 0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_INIT);
+
+    /* INIT -> RTR: the path is required, and must be a valid policy */
+    attr.qp_state = OMRC_QPS_RTR;
+    attr.dest_qp_num = omrc_qp_num(b);
+    attr.dest_conn_id = omrc_qp_conn_id(b);
+    CHECK_EQ(omrc_device_get_address(s.dev, &attr.peer), 0);
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN | OMRC_QP_MTU), EINVAL);
+    attr.path_policy = (enum omrc_path_policy)9;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_PATH | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN |
+                                          OMRC_QP_MTU),
+             EINVAL);
+    attr.path_policy = OMRC_PATH_SPRAY;
+    attr.mtu_bytes = 100; /* not a multiple of 64 */
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_PATH | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN |
+                                          OMRC_QP_MTU),
+             EINVAL);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_INIT);
+    attr.mtu_bytes = 1024;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_PATH | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN |
+                                          OMRC_QP_MTU),
+             0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RTR);
+
+    /* RTR -> RTS, with a CC algorithm that must be known */
+    attr.qp_state = OMRC_QPS_RTS;
+    attr.cc.algorithm = (enum omrc_cc_algorithm)5;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_SQ_PSN | OMRC_QP_CC), EINVAL);
+    attr.cc.algorithm = OMRC_CC_FIXED;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_SQ_PSN | OMRC_QP_CC), 0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RTS);
+    CHECK_EQ(omrc_qp_deny_ev(a, 0xFFFFFFFFu), ENOENT); /* no such EV in use */
+
+    /* RTS -> INIT is no transition; any -> ERR and any -> RESET are */
+    attr.qp_state = OMRC_QPS_INIT;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE | OMRC_QP_ACCESS_FLAGS), EINVAL);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RTS);
+    attr.qp_state = OMRC_QPS_ERR;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE), 0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_ERR);
+    attr.qp_state = OMRC_QPS_RESET;
+    CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE), 0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RESET);
+    /* and back up the whole way */
+    CHECK_EQ(connect_qp(s.dev, a, b), 0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RTS);
+
+    CHECK_EQ(omrc_qp_destroy(a), 0);
+    CHECK_EQ(omrc_qp_destroy(b), 0);
+    CHECK_EQ(omrc_cq_destroy(cq), 0);
+    CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    CHECK_EQ(omrc_device_close(s.dev), 0);
+}
+
+/* Byte-exact WRITEs, a WRITE_WITH_IMM with its receive completion, posting
+ * errors, and the stats document. */
+static void test_transfer(void) {
+    enum { kBytes = 256 * 1024, kImmBytes = 4096, kWrites = 4 };
+    struct solo s;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* scq = NULL;
+    struct omrc_cq* rcq = NULL;
+    struct omrc_qp* a = NULL;
+    struct omrc_qp* b = NULL;
+    struct omrc_mr* smr = NULL;
+    struct omrc_mr* dmr = NULL;
+    struct omrc_qp_init_attr init;
+    struct omrc_sge sge[kWrites + 1];
+    struct omrc_send_wr wr[kWrites + 1];
+    struct omrc_recv_wr rwr;
+    struct omrc_wc wc[kWrites + 2];
+    unsigned char* src = malloc(kBytes);
+    unsigned char* dst = calloc(1, kBytes);
+    const size_t chunk = (kBytes - kImmBytes) / kWrites;
+    size_t bad_wr = 99;
+    size_t i;
+    int n;
+    int k;
+
+    CHECK(src != NULL && dst != NULL);
+    if (src == NULL || dst == NULL) goto out;
+    for (i = 0; i < kBytes; ++i) src[i] = (unsigned char)(i * 131 + (i >> 9));
+
+    CHECK_EQ(solo_open(&s, "4"), 0);
+    if (s.dev == NULL) goto out;
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 64, &scq), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 64, &rcq), 0);
+    omrc_qp_init_attr_init(&init);
+    init.send_cq = scq;
+    init.recv_cq = rcq;
+    CHECK_EQ(omrc_qp_create(pd, &init, &a), 0);
+    CHECK_EQ(omrc_qp_create(pd, &init, &b), 0);
+    CHECK_EQ(omrc_mr_reg(pd, src, kBytes, OMRC_ACCESS_LOCAL_WRITE, &smr), 0);
+    CHECK_EQ(omrc_mr_reg(pd, dst, kBytes, OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE, &dmr), 0);
+    if (a == NULL || b == NULL || smr == NULL || dmr == NULL) goto out;
+
+    /* Posting into a QP in RESET */
+    memset(wr, 0, sizeof wr);
+    sge[0].addr = (uint64_t)(uintptr_t)src;
+    sge[0].length = 64;
+    sge[0].lkey = omrc_mr_lkey(smr);
+    wr[0].opcode = OMRC_WR_RDMA_WRITE;
+    wr[0].sg_list = sge;
+    wr[0].num_sge = 1;
+    wr[0].remote_addr = (uint64_t)(uintptr_t)dst;
+    wr[0].rkey = omrc_mr_rkey(dmr);
+    CHECK_EQ(omrc_qp_post_send(a, wr, 1, &bad_wr), EINVAL);
+    CHECK_EQ(bad_wr, 0);
+    CHECK_EQ(omrc_qp_post_send(NULL, wr, 1, &bad_wr), EINVAL);
+    CHECK_EQ(omrc_qp_post_send(a, NULL, 1, &bad_wr), EINVAL);
+    CHECK_EQ(omrc_qp_post_send(a, NULL, 0, &bad_wr), 0);
+
+    CHECK_EQ(connect_qp(s.dev, a, b), 0);
+    CHECK_EQ(connect_qp(s.dev, b, a), 0);
+
+    /* WR 1 of 2 has an unknown lkey: WR 0 is posted, WR 1 reported. */
+    wr[0].wr_id = 500;
+    wr[0].send_flags = OMRC_SEND_SIGNALED;
+    wr[1] = wr[0];
+    wr[1].wr_id = 501;
+    sge[1] = sge[0];
+    sge[1].lkey = omrc_mr_lkey(smr) ^ 0x5a5a5a5au;
+    wr[1].sg_list = &sge[1];
+    bad_wr = 99;
+    CHECK_EQ(omrc_qp_post_send(a, wr, 2, &bad_wr), EINVAL);
+    CHECK_EQ(bad_wr, 1);
+    /* WRs the C layer refuses: opcode, NULL sg_list, too many SGEs */
+    wr[1] = wr[0];
+    wr[1].opcode = (enum omrc_wr_opcode)5;
+    CHECK_EQ(omrc_qp_post_send(a, &wr[1], 1, &bad_wr), EINVAL);
+    CHECK_EQ(bad_wr, 0);
+    wr[1].opcode = OMRC_WR_RDMA_WRITE;
+    wr[1].sg_list = NULL;
+    CHECK_EQ(omrc_qp_post_send(a, &wr[1], 1, &bad_wr), EINVAL);
+    wr[1].sg_list = sge;
+    wr[1].num_sge = OMRC_MAX_SGE + 1;
+    CHECK_EQ(omrc_qp_post_send(a, &wr[1], 1, &bad_wr), EINVAL);
+    wr[1].sg_list = &sge[1];
+    wr[1].num_sge = 1;
+    sge[1].length = kBytes + 1; /* past the end of the MR */
+    sge[1].lkey = omrc_mr_lkey(smr);
+    CHECK_EQ(omrc_qp_post_send(a, &wr[1], 1, &bad_wr), EINVAL);
+    /* a receive without LOCAL_WRITE memory behind it */
+    rwr.wr_id = 1;
+    rwr.sg_list = &sge[1];
+    rwr.num_sge = 1;
+    bad_wr = 99;
+    CHECK_EQ(omrc_qp_post_recv(b, &rwr, 1, &bad_wr), EINVAL);
+    CHECK_EQ(bad_wr, 0);
+    CHECK_EQ(omrc_qp_post_recv(NULL, &rwr, 1, &bad_wr), EINVAL);
+    n = solo_poll(&s, scq, wc, 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(wc[0].wr_id, 500);
+    CHECK_EQ(wc[0].status, OMRC_WC_SUCCESS);
+    CHECK_EQ(wc[0].opcode, OMRC_WC_RDMA_WRITE);
+    CHECK_EQ(wc[0].qp_num, omrc_qp_num(a));
+    CHECK_EQ(omrc_cq_poll(scq, wc, 1), 0); /* WR 501 was never posted */
+
+    /* The transfer: kWrites WRITEs, then a WRITE_WITH_IMM of the last part. */
+    rwr.wr_id = 7000;
+    rwr.sg_list = NULL;
+    rwr.num_sge = 0;
+    CHECK_EQ(omrc_qp_post_recv(b, &rwr, 1, NULL), 0);
+    memset(wr, 0, sizeof wr);
+    for (k = 0; k <= kWrites; ++k) {
+        const size_t off = (size_t)k * chunk;
+        sge[k].addr = (uint64_t)(uintptr_t)(src + off);
+        sge[k].length = (uint32_t)(k < kWrites ? chunk : kBytes - off);
+        sge[k].lkey = omrc_mr_lkey(smr);
+        wr[k].wr_id = 1000 + (uint64_t)k;
+        wr[k].opcode = k < kWrites ? OMRC_WR_RDMA_WRITE : OMRC_WR_RDMA_WRITE_WITH_IMM;
+        wr[k].send_flags = OMRC_SEND_SIGNALED;
+        wr[k].sg_list = &sge[k];
+        wr[k].num_sge = 1;
+        wr[k].remote_addr = (uint64_t)(uintptr_t)(dst + off);
+        wr[k].rkey = omrc_mr_rkey(dmr);
+        wr[k].imm_data = 0xC0FFEE01u;
+    }
+    CHECK_EQ(omrc_qp_post_send(a, wr, kWrites + 1, &bad_wr), 0);
+    n = solo_poll(&s, scq, wc, kWrites + 1);
+    CHECK_EQ(n, kWrites + 1);
+    for (k = 0; k < n; ++k) {
+        CHECK_EQ(wc[k].status, OMRC_WC_SUCCESS);
+        CHECK_EQ(wc[k].wr_id, 1000 + k);
+        CHECK_EQ(wc[k].opcode, OMRC_WC_RDMA_WRITE);
+    }
+    n = solo_poll(&s, rcq, wc, 1);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(wc[0].wr_id, 7000);
+    CHECK_EQ(wc[0].status, OMRC_WC_SUCCESS);
+    CHECK_EQ(wc[0].opcode, OMRC_WC_RECV_RDMA_WITH_IMM);
+    CHECK_EQ(wc[0].imm_data, 0xC0FFEE01u);
+    CHECK_EQ(wc[0].byte_len, kBytes - kWrites * chunk);
+    CHECK(wc[0].wc_flags & OMRC_WC_WITH_IMM);
+    CHECK_EQ(wc[0].qp_num, omrc_qp_num(b));
+    CHECK(memcmp(src, dst, kBytes) == 0);
+
+    /* The stats document, snprintf-style. */
+    {
+        size_t needed = 0;
+        size_t again = 0;
+        char small[8];
+        char* doc;
+        CHECK_EQ(omrc_device_stats_json(s.dev, NULL, 0, &needed), ERANGE);
+        CHECK(needed > 100);
+        CHECK_EQ(omrc_device_stats_json(s.dev, small, sizeof small, &again), ERANGE);
+        CHECK_EQ(small[0], '\0');
+        CHECK_EQ(again, needed);
+        CHECK_EQ(omrc_device_stats_json(s.dev, NULL, 5, NULL), EINVAL);
+        CHECK_EQ(omrc_device_stats_json(NULL, small, sizeof small, NULL), EINVAL);
+        doc = malloc(needed);
+        CHECK(doc != NULL);
+        if (doc != NULL) {
+            CHECK_EQ(omrc_device_stats_json(s.dev, doc, needed, &again), 0);
+            CHECK_EQ(strlen(doc) + 1, needed);
+            CHECK_EQ(doc[0], '{');
+            CHECK(strstr(doc, "\"qps\"") != NULL);
+            CHECK(strstr(doc, "\"driver\":\"loopback\"") != NULL);
+            free(doc);
+        }
+    }
+
+    /* A QP moved to ERR flushes what is posted after it. */
+    {
+        struct omrc_qp_attr attr;
+        omrc_qp_attr_init(&attr);
+        attr.qp_state = OMRC_QPS_ERR;
+        CHECK_EQ(omrc_qp_modify(a, &attr, OMRC_QP_STATE), 0);
+        wr[0].wr_id = 9000;
+        CHECK_EQ(omrc_qp_post_send(a, wr, 1, NULL), 0);
+        n = solo_poll(&s, scq, wc, 1);
+        CHECK_EQ(n, 1);
+        CHECK_EQ(wc[0].wr_id, 9000);
+        CHECK_EQ(wc[0].status, OMRC_WC_WR_FLUSH_ERR);
+    }
+
+out:
+    if (a != NULL) CHECK_EQ(omrc_qp_destroy(a), 0);
+    if (b != NULL) CHECK_EQ(omrc_qp_destroy(b), 0);
+    if (smr != NULL) CHECK_EQ(omrc_mr_dereg(smr), 0);
+    if (dmr != NULL) CHECK_EQ(omrc_mr_dereg(dmr), 0);
+    if (scq != NULL) CHECK_EQ(omrc_cq_destroy(scq), 0);
+    if (rcq != NULL) CHECK_EQ(omrc_cq_destroy(rcq), 0);
+    if (pd != NULL) CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    if (s.dev != NULL) CHECK_EQ(omrc_device_close(s.dev), 0);
+    free(src);
+    free(dst);
+}
+
+static void test_strings(void) {
+    unsigned major = 0, minor = 0, patch = 0;
+    CHECK(strcmp(omrc_wc_status_str(OMRC_WC_SUCCESS), "success") == 0);
+    CHECK(strcmp(omrc_wc_status_str(OMRC_WC_WR_FLUSH_ERR), "wr_flush_err") == 0);
+    CHECK(strcmp(omrc_wc_status_str(OMRC_WC_RETRY_EXC_ERR), "retry_exc_err") == 0);
+    CHECK(strcmp(omrc_wc_status_str(OMRC_WC_REM_ACCESS_ERR), "rem_access_err") == 0);
+    CHECK(strcmp(omrc_wc_status_str(OMRC_WC_GENERAL_ERR), "general_err") == 0);
+    CHECK(strcmp(omrc_wc_status_str(3), "unknown") == 0); /* a gap in ibv_wc_status */
+    CHECK(strcmp(omrc_wc_status_str(-1), "unknown") == 0);
+    CHECK(strcmp(omrc_wc_status_str(256), "unknown") == 0);
+    CHECK(omrc_version() != NULL);
+    CHECK_EQ(sscanf(omrc_version(), "%u.%u.%u", &major, &minor, &patch), 3);
+}
+
+int main(void) {
+    test_open_errors();
+    test_defaults();
+    test_device();
+    test_lifecycle();
+    test_qp_states();
+    test_transfer();
+    test_strings();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
