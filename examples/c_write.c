@@ -44,8 +44,11 @@ static int connect_qp(struct omrc_device* dev, struct omrc_qp* qp, const struct 
     if ((rc = omrc_device_get_address(dev, &attr.peer)) != 0) return rc;
     rc = omrc_qp_modify(qp, &attr, OMRC_QP_STATE | OMRC_QP_PATH | OMRC_QP_DEST_QPN | OMRC_QP_RQ_PSN | OMRC_QP_MTU);
     if (rc != 0) return rc;
+    /* The device runs on the real clock: a generous retry timeout keeps a
+     * descheduled process (a loaded machine, valgrind) from giving up. */
     attr.qp_state = OMRC_QPS_RTS;
-    return omrc_qp_modify(qp, &attr, OMRC_QP_STATE | OMRC_QP_SQ_PSN);
+    attr.timeout_ns = 500ull * 1000 * 1000;
+    return omrc_qp_modify(qp, &attr, OMRC_QP_STATE | OMRC_QP_SQ_PSN | OMRC_QP_TIMEOUT);
 }
 
 int main(void) {

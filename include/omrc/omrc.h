@@ -294,7 +294,7 @@ struct omrc_device_options {
     uint32_t tx_burst_frames;    /* 1..1024 */
     /* The device's clock in ns, called with clock_ctx on the owning thread at
      * every progress and post; it must never go backwards and must stay valid
-     * until the device is closed. NULL: a steady real clock. */
+     * until the device is closed. NULL (with clock_ctx NULL): a steady real clock. */
     uint64_t (*clock)(void* clock_ctx);
     void* clock_ctx;
 };

@@ -153,6 +153,10 @@ static void test_open_errors(void) {
     CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
 
     omrc_device_options_init(&o);
+    o.clock_ctx = &o; /* a context without its clock */
+    CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
+
+    omrc_device_options_init(&o);
     o.ack_every_pkts = 65;
     CHECK_EQ(omrc_device_open("loopback", &o, &dev), EINVAL);
     CHECK(dev == NULL);
