@@ -15,6 +15,8 @@ declare -A allowed=(
   [lib/driver]="driver core routing wire log omrc"
   [lib/runtime]="runtime driver core routing wire log omrc"
   [lib/verbs]="verbs runtime driver core routing wire log omrc"
+  # Configuration files: the public types they fill and the fabric's limits.
+  [lib/config]="config routing wire omrc"
   # The C API sits on the public API only (and the logger).
   [lib/capi]="capi log omrc"
   # The simulator is no runtime driver: it hosts engines and needs no driver interface.
