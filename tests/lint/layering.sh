@@ -19,6 +19,8 @@ declare -A allowed=(
   [lib/config]="config routing wire omrc"
   # The C API sits on the public API only (and the logger).
   [lib/capi]="capi log omrc"
+  # libibverbs.so.1 (docs/IBVERBS.md): the public API and the logger, like the C API.
+  [lib/ibverbs]="ibverbs log omrc"
   # The simulator is no runtime driver: it hosts engines and needs no driver interface.
   [drivers/sim]="drivers/NAME core routing wire"
 )
