@@ -280,6 +280,9 @@ ibv_context* open_context(ibv_device* device) {
     return &c.release()->vctx.context;
 }
 
+/// Guards the device entries' open contexts (DeviceEntry::open).
+std::mutex g_open_mu;
+
 }  // namespace
 
 }  // namespace omrc::ibv
@@ -300,7 +303,19 @@ extern "C" {
 ibv_context* omrc_ibv_open_device(ibv_device* device) {
     if (device == nullptr) return fail_null<ibv_context>(EINVAL);
     try {
-        return open_context(device);
+        std::lock_guard g(g_open_mu);
+        for (DeviceEntry* e : device_entries()) {
+            if (&e->dev != device || e->open == nullptr) continue;
+            ++e->opens;  // the same context again: its PDs, CQs and QPs stay apart by handle
+            return &e->open->vctx.context;
+        }
+        ibv_context* ctx = open_context(device);
+        if (ctx != nullptr) {
+            Context* c = to_ctx(ctx);
+            c->entry->open = c;
+            c->entry->opens = 1;
+        }
+        return ctx;
     } catch (const std::bad_alloc&) {
         return fail_null<ibv_context>(ENOMEM);
     } catch (const std::exception& e) {
@@ -312,6 +327,15 @@ ibv_context* omrc_ibv_open_device(ibv_device* device) {
 int omrc_ibv_close_device(ibv_context* context) {
     if (context == nullptr) return EINVAL;
     Context* c = to_ctx(context);
+    {
+        std::lock_guard g(g_open_mu);
+        if (c->entry->opens > 1) {
+            --c->entry->opens;
+            return 0;
+        }
+        c->entry->open = nullptr;
+        c->entry->opens = 0;
+    }
     stop_progress(*c);
     const std::uint32_t live = c->live_objects.load();
     if (live != 0) {

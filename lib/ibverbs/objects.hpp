@@ -38,6 +38,11 @@ struct DeviceEntry {
     DeviceConfig config;
     std::uint32_t index = 0; ///< position in the file (ibv_get_device_index)
     std::uint64_t guid = 0;  ///< node GUID, host order
+    /// The open context, shared by every ibv_open_device of this device in
+    /// the process (an OpenMRC device holds its ports: it cannot be opened
+    /// twice), and how many opens it has had without a close.
+    struct Context* open = nullptr;
+    std::uint32_t opens = 0;
 };
 
 /// How a Context drives its Device.

@@ -97,6 +97,10 @@ int main(void) {
     CHECK(list[n] == NULL);
     struct ibv_context* ctx = ibv_open_device(list[0]);
     CHECK(ctx != NULL);
+    /* A second open of an open device shares its context; each open needs its close. */
+    struct ibv_context* again = ibv_open_device(list[0]);
+    CHECK(again == ctx);
+    CHECK(ibv_close_device(again) == 0);
     ibv_free_device_list(list);
     if (ctx == NULL) return 1;
 
