@@ -32,12 +32,12 @@ namespace {
 /// one mutex would halve either's throughput. Short, because a program that
 /// stops calling (ib_write_lat spins on its buffer) needs the thread back.
 constexpr std::uint64_t kStandBackNs = 5'000;
-/// Standing back this long without a break (a program polling its CQ in a
-/// loop), the thread sleeps instead of yielding, 20 µs at first and twice as
-/// long each time up to 1 ms: on a machine with few cores a yielding (or
-/// often waking) thread still takes a core from the program or its peer.
-/// A program that stops calling gets the thread back within that sleep.
-constexpr std::uint64_t kStandBackBeforeSleepNs = 1'000'000;
+/// Standing back this long (a program polling its CQ in a loop), the thread
+/// sleeps instead of yielding, 20 µs at first and twice as long each time up
+/// to 1 ms: on a machine with few cores a yielding (or often waking) thread
+/// still takes a core from the program or its peer. A program that stops
+/// calling gets the thread back within that sleep.
+constexpr std::uint64_t kStandBackBeforeSleepNs = 100'000;
 constexpr std::uint64_t kStandBackSleepMinNs = 20'000;
 constexpr std::uint64_t kStandBackSleepMaxNs = 1'000'000;
 /// After this long without any work the thread sleeps between passes.
@@ -76,13 +76,17 @@ std::uint8_t speed_of(std::uint64_t bps) {
 
 void progress_main(Context* c) {
     std::uint64_t last_work = monotonic_ns();
-    std::uint64_t standing_since = 0;
+    // Since when the program has been driving the device itself (0: it has
+    // not, the thread is needed). Cleared only by a pass of the thread's that
+    // moved something: a pass in a short gap between the program's calls that
+    // finds nothing to do means the program still drives the device.
+    std::uint64_t program_since = 0;
     std::uint64_t sleep_ns = kStandBackSleepMinNs;
     while (!c->stop.load(std::memory_order_acquire)) {
         const std::uint64_t now = monotonic_ns();
         if (now - c->last_inline_progress_ns.load(std::memory_order_relaxed) < kStandBackNs) {
-            if (standing_since == 0) standing_since = now;
-            if (now - standing_since > kStandBackBeforeSleepNs) {
+            if (program_since == 0) program_since = now;
+            if (now - program_since > kStandBackBeforeSleepNs) {
                 const timespec ts{0, static_cast<long>(sleep_ns)};
                 nanosleep(&ts, nullptr);
                 sleep_ns = std::min(sleep_ns * 2, kStandBackSleepMaxNs);
@@ -91,8 +95,6 @@ void progress_main(Context* c) {
             }
             continue;
         }
-        standing_since = 0;
-        sleep_ns = kStandBackSleepMinNs;
         std::size_t moved;
         {
             std::lock_guard g(c->mu);
@@ -100,6 +102,11 @@ void progress_main(Context* c) {
         }
         if (moved != 0) {
             last_work = now;
+            program_since = 0;
+            sleep_ns = kStandBackSleepMinNs;
+        } else if (program_since != 0) {
+            // A gap in the program's calls with nothing to do: keep standing back.
+            continue;
         } else if (now - last_work > kIdleBeforeSleepNs) {
             const timespec ts{0, static_cast<long>(kIdleSleepNs)};
             nanosleep(&ts, nullptr);

@@ -43,10 +43,14 @@ void log_unsupported(Qp& q, int op) {
                        q.qpx.qp_base.qp_num, opcode_name(op), op);
 }
 
-/// Program-side progress: marks the device as driven by the program so the
-/// progress thread stands back (Context, objects.hpp).
+/// The program is calling: the progress thread stands back (Context,
+/// objects.hpp) while calls keep coming, so the two do not take turns on the
+/// device (its state would bounce between cores at every turn).
+void note_program_call(Context& c) { c.last_inline_progress_ns.store(monotonic_ns(), std::memory_order_relaxed); }
+
+/// Program-side progress (poll_cq, the ibv_qp_ex builder's complete).
 std::size_t progress_inline(Context& c) {
-    c.last_inline_progress_ns.store(monotonic_ns(), std::memory_order_relaxed);
+    note_program_call(c);
     return c.progress_locked();
 }
 
@@ -58,6 +62,7 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     ibv_send_wr* src[kBatch];
     int err = 0;
     std::lock_guard g(q.ctx->mu);
+    note_program_call(*q.ctx);
     while (wr != nullptr && err == 0) {
         std::size_t n = 0;
         ibv_send_wr* stop_at = nullptr;  // the WR that failed validation
@@ -106,6 +111,7 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     Qp& q = *reinterpret_cast<Qp*>(qp);
     std::lock_guard g(q.ctx->mu);
+    note_program_call(*q.ctx);
     for (; wr != nullptr; wr = wr->next) {
         if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > kMaxSge) {
             if (bad_wr != nullptr) *bad_wr = wr;

@@ -69,8 +69,8 @@ struct Context {
     ProgressMode mode = ProgressMode::thread;
     std::thread progress_thread;
     std::atomic<bool> stop{false};
-    /// Device clock (ns) of the program's last inline progress; the progress
-    /// thread stands back while it is recent.
+    /// monotonic_ns() of the program's last data-path call (post_send,
+    /// post_recv, poll_cq); the progress thread stands back while it is recent.
     std::atomic<std::uint64_t> last_inline_progress_ns{0};
     std::vector<Cq*> armed;      ///< CQs with a pending ibv_req_notify_cq (under mu)
     std::uint16_t lid = 0;       ///< what ibv_query_port reports (address.cpp)
