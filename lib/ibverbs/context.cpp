@@ -27,11 +27,6 @@ namespace omrc::ibv {
 
 namespace {
 
-/// The progress thread leaves the device to the program for this long after
-/// the program progressed it inline (poll_cq, post_send): both spinning on
-/// one mutex would halve either's throughput. Short, because a program that
-/// stops calling (ib_write_lat spins on its buffer) needs the thread back.
-constexpr std::uint64_t kStandBackNs = 5'000;
 /// Standing back this long (a program polling its CQ in a loop), the thread
 /// sleeps instead of yielding, 20 µs at first and twice as long each time up
 /// to 1 ms: on a machine with few cores a yielding (or often waking) thread
@@ -82,9 +77,17 @@ void progress_main(Context* c) {
     // finds nothing to do means the program still drives the device.
     std::uint64_t program_since = 0;
     std::uint64_t sleep_ns = kStandBackSleepMinNs;
+    std::uint64_t seen_seq = c->program_seq.load(std::memory_order_relaxed);
     while (!c->stop.load(std::memory_order_acquire)) {
         const std::uint64_t now = monotonic_ns();
-        if (now - c->last_inline_progress_ns.load(std::memory_order_relaxed) < kStandBackNs) {
+        // The program called since the last look (one turn of this loop: a
+        // yield, a sleep or a pass), or is calling now: it drives the device,
+        // and both doing so would halve either's throughput. A program that
+        // stops calling (ib_write_lat spins on its buffer) gets the thread
+        // back after one turn.
+        const std::uint64_t seq = c->program_seq.load(std::memory_order_relaxed);
+        if (c->program_calls.load(std::memory_order_relaxed) != 0 || seq != seen_seq) {
+            seen_seq = seq;
             if (program_since == 0) program_since = now;
             if (now - program_since > kStandBackBeforeSleepNs) {
                 const timespec ts{0, static_cast<long>(sleep_ns)};

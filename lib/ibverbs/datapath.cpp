@@ -43,26 +43,39 @@ void log_unsupported(Qp& q, int op) {
                        q.qpx.qp_base.qp_num, opcode_name(op), op);
 }
 
-/// The program is calling: the progress thread stands back (Context,
-/// objects.hpp) while calls keep coming, so the two do not take turns on the
-/// device (its state would bounce between cores at every turn).
-void note_program_call(Context& c) { c.last_inline_progress_ns.store(monotonic_ns(), std::memory_order_relaxed); }
+/// The program is inside a data-path call: the progress thread stands back
+/// (Context, objects.hpp) while the calls keep coming, so the two do not take
+/// turns on the device (its state would bounce between cores at every turn).
+/// A call is counted when it ends (a call that runs a long progress pass must
+/// not look like a pause); no clock is read on the program's path.
+class ProgramCall {
+public:
+    explicit ProgramCall(Context& c) : c_(c) { c_.program_calls.fetch_add(1, std::memory_order_relaxed); }
+    ~ProgramCall() {
+        c_.program_seq.fetch_add(1, std::memory_order_relaxed);
+        c_.program_calls.fetch_sub(1, std::memory_order_relaxed);
+    }
+    ProgramCall(const ProgramCall&) = delete;
+    ProgramCall& operator=(const ProgramCall&) = delete;
+
+private:
+    Context& c_;
+};
 
 /// Program-side progress (poll_cq, the ibv_qp_ex builder's complete).
-std::size_t progress_inline(Context& c) {
-    note_program_call(c);
-    return c.progress_locked();
-}
+std::size_t progress_inline(Context& c) { return c.progress_locked(); }
 
 int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     Qp& q = *reinterpret_cast<Qp*>(qp);
     constexpr std::size_t kBatch = 32;
-    SendWr wrs[kBatch];
-    std::array<Sge, kMaxSge> sges[kBatch];
-    ibv_send_wr* src[kBatch];
+    // Per thread, built once: value-initialising ~8 KB of WRs and SGEs at
+    // every call cost more than the rest of a one-WR post.
+    thread_local SendWr wrs[kBatch];
+    thread_local std::array<Sge, kMaxSge> sges[kBatch];
+    thread_local ibv_send_wr* src[kBatch];
     int err = 0;
+    const ProgramCall call(*q.ctx);
     std::lock_guard g(q.ctx->mu);
-    note_program_call(*q.ctx);
     while (wr != nullptr && err == 0) {
         std::size_t n = 0;
         ibv_send_wr* stop_at = nullptr;  // the WR that failed validation
@@ -110,8 +123,8 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
 
 int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     Qp& q = *reinterpret_cast<Qp*>(qp);
+    const ProgramCall call(*q.ctx);
     std::lock_guard g(q.ctx->mu);
-    note_program_call(*q.ctx);
     for (; wr != nullptr; wr = wr->next) {
         if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > kMaxSge) {
             if (bad_wr != nullptr) *bad_wr = wr;
@@ -139,10 +152,11 @@ int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     if (num_entries < 0 || (wc == nullptr && num_entries > 0)) return -1;
     Cq& q = *reinterpret_cast<Cq*>(cq);
     Context& c = *to_ctx(cq->context);
+    const ProgramCall call(c);
     std::lock_guard g(c.mu);
     if (q.ocq->size() < static_cast<std::size_t>(num_entries)) progress_inline(c);
     int done = 0;
-    Wc buf[64];
+    thread_local Wc buf[64];  // built once per thread, not at every poll
     while (done < num_entries) {
         const std::size_t want = std::min<std::size_t>(64, static_cast<std::size_t>(num_entries - done));
         const std::size_t got = q.ocq->poll(std::span<Wc>(buf, want));
@@ -278,6 +292,7 @@ int wr_complete(ibv_qp_ex* x) {
         p.wr.sg_list = std::span<const Sge>(p.sge.data(), p.nsge);
         wrs.push_back(p.wr);
     }
+    const ProgramCall call(*q.ctx);
     std::lock_guard g(q.ctx->mu);
     const int rc = wrs.empty() ? 0 : q.oqp->post_send(wrs);
     b.wrs.clear();

@@ -69,9 +69,11 @@ struct Context {
     ProgressMode mode = ProgressMode::thread;
     std::thread progress_thread;
     std::atomic<bool> stop{false};
-    /// monotonic_ns() of the program's last data-path call (post_send,
-    /// post_recv, poll_cq); the progress thread stands back while it is recent.
-    std::atomic<std::uint64_t> last_inline_progress_ns{0};
+    /// Data-path calls of the program (post_send, post_recv, poll_cq) ended so
+    /// far, and those under way now: the progress thread stands back while the
+    /// program keeps calling.
+    std::atomic<std::uint64_t> program_seq{0};
+    std::atomic<std::uint32_t> program_calls{0};
     std::vector<Cq*> armed;      ///< CQs with a pending ibv_req_notify_cq (under mu)
     std::uint16_t lid = 0;       ///< what ibv_query_port reports (address.cpp)
     ibv_gid gid{};               ///< GID index 0: the device's IPv6 address
