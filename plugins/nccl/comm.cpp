@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Comm objects: creation, the request pool, failure, destruction.
+#include "comm.hpp"
+
+#include "log.hpp"
+#include "socket.hpp"
+
+namespace omrc::nccl {
+
+Comm::Comm(std::uint32_t kind, NetDevice* d, std::size_t pool) : magic(kind), dev(d), requests(pool) {
+    free_requests.reserve(pool);
+    for (std::size_t i = pool; i > 0; --i) free_requests.push_back(&requests[i - 1]);
+}
+
+Comm::~Comm() { teardown(); }
+
+void Comm::teardown() {
+    magic = kDeadMagic;
+    for (Request& r : requests) r.magic = kDeadMagic;
+    close_fd(fd);
+    if (!qp && !ring_mr && !cq) return;
+    // The QP goes first (its outstanding WRs are dropped without completion),
+    // then the ring nobody may write into any more, then the CQ.
+    const std::lock_guard lock(dev->mu);
+    qp.reset();
+    ring_mr.reset();
+    cq.reset();
+}
+
+Request* Comm::alloc_request() {
+    if (free_requests.empty()) return nullptr;
+    Request* r = free_requests.back();
+    free_requests.pop_back();
+    *r = Request{};
+    r->magic = kRequestMagic;
+    r->comm = this;
+    return r;
+}
+
+void Comm::release_request(Request* r) {
+    r->magic = 0;
+    free_requests.push_back(r);
+}
+
+void Comm::fail(ncclResult_t result, const std::string& reason) {
+    if (error != ncclSuccess) return;
+    error = result;
+    error_reason = reason;
+    log_line(Level::warn, fmt::format("{} comm to {} on {} failed: {}", magic == kSendCommMagic ? "send" : "recv",
+                                      peer, dev->config.name, reason));
+}
+
+Comm* as_comm(void* p) noexcept {
+    if (p == nullptr) return nullptr;
+    auto* c = static_cast<Comm*>(p);
+    return c->magic == kSendCommMagic || c->magic == kRecvCommMagic ? c : nullptr;
+}
+
+SendComm* as_send_comm(void* p) noexcept {
+    Comm* c = as_comm(p);
+    return c != nullptr && c->magic == kSendCommMagic ? static_cast<SendComm*>(c) : nullptr;
+}
+
+RecvComm* as_recv_comm(void* p) noexcept {
+    Comm* c = as_comm(p);
+    return c != nullptr && c->magic == kRecvCommMagic ? static_cast<RecvComm*>(c) : nullptr;
+}
+
+}  // namespace omrc::nccl
