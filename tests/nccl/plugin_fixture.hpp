@@ -21,6 +21,9 @@ inline Plugin& plugin() {
         if (std::getenv("OMRC_NCCL_CONFIG") == nullptr) {
             ::setenv("OMRC_NCCL_DRIVER", "loopback", 0);
             ::setenv("OMRC_NCCL_PLANES", std::to_string(kTestPlanes).c_str(), 0);
+            // A loaded 2-core machine may starve a rank's thread for many
+            // milliseconds: the QPs' retry budget (timeout × 8) is 0.8 s.
+            ::setenv("OMRC_NCCL_QP_TIMEOUT_MS", "100", 0);
         }
         // A connection whose peer went quiet fails within seconds, not minutes.
         ::setenv("OMRC_NCCL_CONNECT_TIMEOUT_MS", "20000", 0);

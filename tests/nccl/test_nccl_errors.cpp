@@ -153,7 +153,7 @@ TEST_CASE("comms closed with requests outstanding: no crash, no hang, the peer g
         REQUIRE(net->dereg_mr(p->recv, rmh) == ncclSuccess);
         delete p;  // closes the recv comm with receives outstanding
     }
-    SECTION("the receiver closes mid-message; the sender's request fails with OpenMRC's reason") {
+    SECTION("the receiver closes mid-message; the sender's request fails") {
         auto* p = new Pair(*net);
         REQUIRE(p->status.ok());
         std::vector<std::uint8_t> src(64 << 20, 3), dst(64 << 20, 0);
@@ -180,8 +180,10 @@ TEST_CASE("comms closed with requests outstanding: no crash, no hang, the peer g
         CHECK(done == 0);
         CHECK(rc == ncclRemoteError);
         CHECK(Clock::now() - t0 < std::chrono::seconds(10));
-        // The OpenMRC completion status reaches NCCL's logger.
-        CHECK(LogSink::instance().contains("OpenMRC work completion"));
+        // Whichever came first — the socket's end of file, or the QP's retry
+        // budget running out — NCCL's logger says why.
+        CHECK((LogSink::instance().contains("OpenMRC work completion") ||
+               LogSink::instance().contains("the peer closed its comm")));
         CHECK(net->close_send(p->send) == ncclSuccess);  // with the failed request outstanding
         p->send = nullptr;
         CHECK(net->dereg_mr(nullptr, smh) == ncclSuccess);
