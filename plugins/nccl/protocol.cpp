@@ -178,8 +178,8 @@ void check_peer(Comm& c) {
         return;
     }
     if (now - c.peer_gone_ns >= kPeerGoneGraceNs)
-        c.fail(ncclRemoteError, "the peer closed its comm or exited (its connection socket is closed) with this "
-                                "request still open");
+        c.fail(ncclRemoteError, "the peer closed its comm or exited (its connection socket is closed) while this "
+                                "comm still waited for it");
 }
 
 ncclResult_t post_send(SendComm& c, void* data, std::size_t size, int tag, MrHandle* mh, Request** out) {
@@ -197,6 +197,8 @@ ncclResult_t post_send(SendComm& c, void* data, std::size_t size, int tag, MrHan
     // The peer's CTS for this slot, and room to track the slot's completion.
     if (c.head == c.cts_seen || c.head - c.completed >= kSlots) {
         progress_comm(c);
+        if (c.error == ncclSuccess && (c.head == c.cts_seen || c.head - c.completed >= kSlots))
+            check_peer(c);  // a CTS from a peer that is gone never comes
         if (c.error != ncclSuccess) return c.error;
         if (c.head == c.cts_seen || c.head - c.completed >= kSlots) return ncclSuccess;
     }
@@ -209,7 +211,10 @@ ncclResult_t post_send(SendComm& c, void* data, std::size_t size, int tag, MrHan
     } else {
         for (std::uint32_t i = 0; i < cts.n && idx < 0; ++i)
             if ((slot.matched & (1u << i)) == 0 && cts.entries[i].tag == tag) idx = static_cast<int>(i);
-        if (idx < 0) return ncclSuccess;  // its receive is in a later slot: NCCL calls again
+        if (idx < 0) {  // its receive is in a later slot: NCCL calls again
+            check_peer(c);
+            return c.error;
+        }
     }
     const CtsEntry& e = cts.entries[idx];
     if (size > e.size)
@@ -288,6 +293,7 @@ ncclResult_t post_recv(RecvComm& c, int n, void** data, const std::size_t* sizes
     if (n > 1 && tags == nullptr) return fail(ncclInvalidArgument, "irecv: a multi-receive without tags");
     if (c.posted - c.landed >= kSlots) {
         progress_comm(c);
+        if (c.error == ncclSuccess && c.posted - c.landed >= kSlots) check_peer(c);
         if (c.error != ncclSuccess) return c.error;
         if (c.posted - c.landed >= kSlots) return ncclSuccess;
     }
