@@ -18,3 +18,15 @@ endif()
 if(OMRC_BUILD_EXAMPLES OR OMRC_BUILD_BENCH)
   find_package(CLI11 REQUIRED)
 endif()
+# toml++ (Debian: libtomlplusplus-dev): device configuration files (lib/config),
+# compiled header-only into libomrc, so only its headers are needed here.
+find_package(tomlplusplus QUIET)
+if(TARGET tomlplusplus::tomlplusplus)
+  get_target_property(omrc_toml_hint tomlplusplus::tomlplusplus INTERFACE_INCLUDE_DIRECTORIES)
+endif()
+find_path(OMRC_TOMLPLUSPLUS_INCLUDE_DIR toml++/toml.h HINTS ${omrc_toml_hint})
+if(NOT OMRC_TOMLPLUSPLUS_INCLUDE_DIR)
+  message(FATAL_ERROR "toml++ not found (toml++/toml.h): libomrc reads device configuration files with it. "
+                      "Install it (Debian 12: apt-get install libtomlplusplus-dev; scripts/deps does) or set "
+                      "OMRC_TOMLPLUSPLUS_INCLUDE_DIR to the directory that holds toml++/toml.h.")
+endif()

@@ -36,6 +36,9 @@ int run_client(Options o) {
     hello["mtu"] = o.mtu;
     hello["evs"] = o.evs;
     hello["policy"] = o.policy;
+    hello["backup_evs"] = o.backup_evs;
+    hello["mpr"] = o.mpr;
+    hello["cc"] = cc_json(o.cc);
     hello["report_gbits"] = o.report_gbits;
     hello["check"] = o.check;
     if (o.check) {

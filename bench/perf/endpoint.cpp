@@ -32,7 +32,8 @@ std::string Endpoint::open(const Options& o, std::uint32_t nqps, std::size_t per
 }
 
 std::string Endpoint::open_device(const Options& o) {
-    DeviceOptions d;
+    // The configuration's device (or the defaults), then the command line's arguments.
+    DeviceOptions d = o.device_options;
     for (const std::string& kv : o.dev_args) {
         const std::size_t eq = kv.find('=');
         if (eq == std::string::npos || eq == 0) return fmt::format("--dev-arg {}: expected key=value", kv);
@@ -112,13 +113,17 @@ std::string Endpoint::connect(const Options& o, const DeviceAddress& peer) {
         a.mtu_bytes = o.mtu;
         a.path_policy = policy_of(o.policy);
         a.evs = o.evs;
+        a.backup_evs = o.backup_evs;
+        a.mpr = o.mpr;
         if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::path | QpAttrMask::dest_qpn |
-                                     QpAttrMask::rq_psn | QpAttrMask::mtu))
-            return fmt::format("QP to RTR (mtu {}, evs {}): {}", o.mtu, o.evs, std::strerror(rc));
+                                     QpAttrMask::rq_psn | QpAttrMask::mtu | QpAttrMask::mpr))
+            return fmt::format("QP to RTR (mtu {}, evs {}, backup_evs {}, mpr {}): {}", o.mtu, o.evs, o.backup_evs,
+                               o.mpr, std::strerror(rc));
         a.qp_state = QpState::rts;
         a.sq_psn = local[i].psn;
         a.timeout_ns = std::uint64_t{o.qp_timeout_ms} * 1'000'000;
-        if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout))
+        a.cc = o.cc;
+        if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout | QpAttrMask::cc))
             return fmt::format("QP to RTS: {}", std::strerror(rc));
     }
     return {};

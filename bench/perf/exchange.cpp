@@ -56,6 +56,31 @@ bool address_from_json(const nlohmann::json& j, DeviceAddress& a) {
     }
 }
 
+nlohmann::json cc_json(const CcConfig& c) {
+    return {{"algorithm", c.algorithm == CcAlgorithm::fixed ? "fixed" : "nscc"},
+            {"fixed_window_bytes", c.fixed_window_bytes},
+            {"base_rtt_ns", c.base_rtt_ns},
+            {"link_rate_bps", c.link_rate_bps},
+            {"target_delay_ratio", c.target_delay_ratio},
+            {"max_window_bdp", c.max_window_bdp}};
+}
+
+bool cc_from_json(const nlohmann::json& j, CcConfig& c) {
+    try {
+        const std::string algorithm = j.at("algorithm").get<std::string>();
+        if (algorithm != "fixed" && algorithm != "nscc") return false;
+        c.algorithm = algorithm == "fixed" ? CcAlgorithm::fixed : CcAlgorithm::nscc;
+        c.fixed_window_bytes = j.at("fixed_window_bytes").get<std::uint64_t>();
+        c.base_rtt_ns = j.at("base_rtt_ns").get<std::uint64_t>();
+        c.link_rate_bps = j.at("link_rate_bps").get<std::uint64_t>();
+        c.target_delay_ratio = j.at("target_delay_ratio").get<double>();
+        c.max_window_bdp = j.at("max_window_bdp").get<double>();
+        return true;
+    } catch (const nlohmann::json::exception&) {
+        return false;
+    }
+}
+
 nlohmann::json qp_json(const QpInfo& q) {
     return {{"qpn", q.qpn}, {"conn_id", q.conn_id}, {"psn", q.psn}, {"va", q.va}, {"rkey", q.rkey}, {"len", q.len}};
 }

@@ -5,10 +5,12 @@
 //   omrc-perf write_bw [options]                  server: waits for one client
 //   omrc-perf write_bw [options] <server-host>    client: runs the test
 //   omrc-perf write_lat --driver loopback         both ends in this process
+//   omrc-perf write_bw --config FILE --device NAME   the device from a configuration file
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <thread>
 
@@ -23,6 +25,29 @@ namespace {
 using omrc::perf::Options;
 using omrc::perf::Test;
 
+/// The loopback arguments that describe a device's private fabric (from a
+/// configuration file) describe the fabric built here instead. "" or the error.
+std::string take_private_fabric_args(Options& o, omrc::loopback::FabricConfig& c) {
+    auto& args = o.device_options.args;
+    for (const char* key : {"planes", "link_delay_ns"}) {
+        const auto it = args.find(key);
+        if (it == args.end()) continue;
+        std::uint64_t v = 0;
+        const std::string& s = it->second;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc() || end != s.data() + s.size())
+            return fmt::format("loopback argument {}={} is not an unsigned integer", key, s);
+        if (std::string_view(key) == "planes") {
+            if (o.planes == 0) c.planes = static_cast<std::uint32_t>(v);
+        } else {
+            c.link_delay_ns = v;
+        }
+        args.erase(it);
+    }
+    args.erase("endpoints");  // this fabric has two: one per end
+    return {};
+}
+
 /// Both ends over an in-process real-time loopback fabric, the server on a
 /// thread of its own and the out-of-band channel on a free local port.
 int run_loopback(Options o) {
@@ -33,6 +58,10 @@ int run_loopback(Options o) {
     c.link_delay_ns = 1'000;
     c.ring_slots = 4096;
     c.rx_pool_frames = 4096;
+    if (auto e = take_private_fabric_args(o, c); !e.empty()) {
+        fmt::print(stderr, "omrc-perf: error: {}\n", e);
+        return 1;
+    }
     omrc::loopback::Fabric fabric(c);
     o.planes = 0;  // the fabric's
     Options server = o;
@@ -73,6 +102,7 @@ int main(int argc, char** argv) {
     CLI::App app{"omrc-perf: RDMA WRITE bandwidth and latency over OpenMRC (perftest-style)"};
     std::string test;
     Options o;
+    std::string config_file, device_name;
     std::uint32_t size = 0;
     bool all = false;
     app.add_option("test", test, "write_bw or write_lat")->required()->check(CLI::IsMember({"write_bw", "write_lat"}));
@@ -94,18 +124,42 @@ int main(int argc, char** argv) {
                    "write_bw: every this many ms, one line on stderr per-plane (Gb/s, retransmissions, losses, EVs)")
         ->check(CLI::Range(1u, 3'600'000u));
     app.add_option("-p,--port", o.port, "out-of-band TCP port")->check(CLI::Range(1, 65535));
-    app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));
+    auto* driver_opt =
+        app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));
     app.add_option("--eal", o.eal, "DPDK EAL arguments (dpdk driver: args[\"eal\"])");
-    app.add_option("--planes", o.planes, "planes (0: the driver's default)")->check(CLI::Range(0u, 15u));
-    app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));
-    app.add_option("--policy", o.policy, "ecmp, spray or adaptive")->check(CLI::IsMember({"ecmp", "spray", "adaptive"}));
-    app.add_option("--mtu", o.mtu, "payload bytes per packet (64..4096, multiple of 64)")->check(CLI::Range(64u, 4096u));
+    auto* planes_opt = app.add_option("--planes", o.planes, "planes (0: the driver's default)")->check(CLI::Range(0u, 15u));
+    auto* evs_opt = app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));
+    auto* policy_opt =
+        app.add_option("--policy", o.policy, "ecmp, spray or adaptive")->check(CLI::IsMember({"ecmp", "spray", "adaptive"}));
+    auto* mtu_opt =
+        app.add_option("--mtu", o.mtu, "payload bytes per packet (64..4096, multiple of 64)")->check(CLI::Range(64u, 4096u));
+    app.add_option("--config", config_file,
+                   "device configuration file (TOML, docs/CONFIG.md): the driver, its options and the QP attributes "
+                   "(the command line's --driver, --planes, --dev-arg, --eal, --evs, --policy, --mtu win)");
+    app.add_option("--device", device_name, "the device of --config to use (default: its first)");
     app.add_option("--pcap", o.pcap, "write every frame the device sends and receives to this pcap file");
     app.add_option("--dev-arg", o.dev_args, "driver option key=value (repeatable), e.g. local=[::1]:14800");
     app.add_option("--oob_timeout_ms", o.oob_timeout_ms, "connect / peer reply timeout")->check(CLI::Range(100u, 600'000u));
     app.add_option("--qp_timeout_ms", o.qp_timeout_ms, "QP timeout (no progress for 8x this fails the test)")
         ->check(CLI::Range(1u, 60'000u));
     CLI11_PARSE(app, argc, argv);
+
+    if (!device_name.empty() && config_file.empty()) {
+        fmt::print(stderr, "omrc-perf: error: --device names a device of a --config file: give --config too\n");
+        return 1;
+    }
+    if (!config_file.empty()) {
+        omrc::perf::GivenOnCommandLine given;
+        given.driver = driver_opt->count() > 0;
+        given.planes = planes_opt->count() > 0;
+        given.evs = evs_opt->count() > 0;
+        given.policy = policy_opt->count() > 0;
+        given.mtu = mtu_opt->count() > 0;
+        if (auto e = omrc::perf::apply_config(config_file, device_name, given, o); !e.empty()) {
+            fmt::print(stderr, "omrc-perf: error: {}\n", e);
+            return 1;
+        }
+    }
 
     o.test = test == "write_bw" ? Test::write_bw : Test::write_lat;
     if (all) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "omrc/verbs.hpp"
+
 namespace omrc::perf {
 
 enum class Test : std::uint8_t { write_bw, write_lat };
@@ -37,6 +39,15 @@ struct Options {
     std::string policy = "adaptive";
     std::uint32_t mtu = 4096;
     std::vector<std::string> dev_args;  ///< key=value for DeviceOptions::args
+    /// --config FILE / --device NAME (config.cpp): where the device came from ("" without --config).
+    std::string config, device;
+    /// The device's options before --dev-arg, --eal, --pcap and --planes
+    /// apply: the configuration's device, or DeviceOptions' defaults.
+    DeviceOptions device_options;
+    // QP attributes beyond the command line's (the configuration's qp table).
+    std::uint32_t backup_evs = 32;
+    std::uint32_t mpr = 8;
+    CcConfig cc{};
     std::uint32_t oob_timeout_ms = 5000;  ///< connect and every wait for the peer's next message
     std::uint32_t qp_timeout_ms = 200;    ///< QpAttr::timeout_ns (× retry_cnt+1 without progress → error)
     bool quiet = false;                   ///< print nothing (the in-process loopback server)
@@ -56,6 +67,16 @@ struct Result {
 };
 nlohmann::json to_json(const Result& r);
 bool from_json(const nlohmann::json& j, Result& r);
+
+/// Which of the options the configuration may set were given on the command line.
+struct GivenOnCommandLine {
+    bool driver = false, planes = false, evs = false, policy = false, mtu = false;
+};
+/// --config FILE [--device NAME] (config.cpp): the device's driver and
+/// DeviceOptions, and its QP attributes, into `o`, except what the command
+/// line gave. "" or the error.
+std::string apply_config(const std::string& file, const std::string& device, const GivenOnCommandLine& given,
+                         Options& o);
 
 /// Runs the server or the client role; returns the process exit status.
 /// The server stores the port it listens on into *bound_port_out (if given).

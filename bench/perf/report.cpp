@@ -49,6 +49,9 @@ void print_header(const Options& o, const std::string& role, std::uint32_t plane
     fmt::print("{}\n", kRule);
     fmt::print("                    RDMA_Write {} Test ({})\n", o.test == Test::write_bw ? "BW" : "Latency", role);
     fmt::print(" Driver         : {}\t\tPlanes         : {}\n", o.driver, planes);
+    if (!o.config.empty())
+        fmt::print(" Config         : {} (device {}, frame mode {})\n", o.config, o.device,
+                   o.device_options.frame_mode == FrameMode::srv6 ? "srv6" : "plain");
     fmt::print(" Number of qps  : {}\t\tTransport type : OpenMRC (multipath RC)\n", o.qps);
     fmt::print(" Path policy    : {}\t\tActive EVs     : {}\n", o.policy, o.evs);
     fmt::print(" Mtu            : {}[B]\t\tTX depth       : {}\n", o.mtu, o.tx_depth);
@@ -105,10 +108,17 @@ std::string write_json(const Options& o, const std::vector<Result>& results, std
         {"policy", o.policy},
         {"evs", o.evs},
         {"mtu", o.mtu},
+        {"backup_evs", o.backup_evs},
+        {"mpr", o.mpr},
+        {"cc", o.cc.algorithm == CcAlgorithm::fixed ? "fixed" : "nscc"},
         {"tx_depth", o.tx_depth},
         {"bw_unit", o.report_gbits ? "Gb/sec" : "MB/sec"},
         {"results", std::move(rows)},
     };
+    if (!o.config.empty()) {
+        doc["config"] = o.config;
+        doc["device"] = o.device;
+    }
     std::ofstream f(o.out_json);
     if (!f) return fmt::format("cannot write {}", o.out_json);
     f << doc.dump(2) << '\n';

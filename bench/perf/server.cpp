@@ -36,6 +36,11 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
         o.mtu = hello.at("mtu").get<std::uint32_t>();
         o.evs = hello.at("evs").get<std::uint32_t>();
         o.policy = hello.at("policy").get<std::string>();
+        // Absent from an older client's hello: this server's own.
+        o.backup_evs = hello.value("backup_evs", o.backup_evs);
+        o.mpr = hello.value("mpr", o.mpr);
+        if (hello.contains("cc") && !cc_from_json(hello["cc"], o.cc))
+            return fail(o, "server", "the client's congestion control ('cc') is malformed", &oob);
         o.report_gbits = hello.at("report_gbits").get<bool>();
         o.check = hello.value("check", false);
         buffer = hello.at("buffer").get<std::uint64_t>();

@@ -8,12 +8,13 @@
 //   server.cpp     the server role
 //   client.cpp     the client role, and run() that picks the role
 //   report.cpp     the perftest-style table and the JSON report
+//   config.cpp     --config FILE --device NAME: the device from a configuration file (perf.hpp)
 //
 // The client drives every test; the server follows the client's messages
 // (docs/PERF.md):
 //
 //   client → hello {test, sizes, iters, duration, qps, tx_depth, mtu, evs,
-//                   policy, buffer, device, qps[]}
+//                   policy, backup_evs, mpr, cc, buffer, device, qps[]}
 //   server → hello {device, qps[]}          (both connect their QPs)
 //   per size:  client → start {bytes, iters}; server → ready;
 //              the test runs; client → result {...}
@@ -54,6 +55,8 @@ struct QpInfo {
 
 nlohmann::json address_json(const DeviceAddress& a);
 bool address_from_json(const nlohmann::json& j, DeviceAddress& a);
+nlohmann::json cc_json(const CcConfig& c);
+bool cc_from_json(const nlohmann::json& j, CcConfig& c);
 nlohmann::json qp_json(const QpInfo& q);
 bool qp_from_json(const nlohmann::json& j, QpInfo& q);
 

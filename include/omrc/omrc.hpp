@@ -2,5 +2,6 @@
 // OpenMRC: everything an application includes.
 #pragma once
 
+#include "omrc/config.hpp"
 #include "omrc/verbs.hpp"
 #include "omrc/version.hpp"

@@ -5,11 +5,13 @@
  * loopback device in virtual time. Prints "N passed, M failed"; exits 1 on
  * any failure.
  */
+#define _POSIX_C_SOURCE 200809L  /* mkstemp, write, unlink */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <omrc/omrc.h>
 
@@ -681,8 +683,44 @@ static void test_strings(void) {
     CHECK_EQ(sscanf(omrc_version(), "%u.%u.%u", &major, &minor, &patch), 3);
 }
 
+/* omrc_device_open_config: the file's device, its QP defaults, and the errors. */
+static void test_open_config(void) {
+    char path[] = "/tmp/omrc_capi_cfgXXXXXX";
+    const int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return;
+    const char text[] = "[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\nplanes = 2\n"
+                        "[device.qp]\nevs = 16\nmtu = 1024\n"
+                        "[[device]]\nname = \"omrc1\"\ndriver = \"loopback\"\n";
+    CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+    close(fd);
+    struct omrc_device* dev = NULL;
+    char err[256] = "";
+    CHECK_EQ(omrc_device_open_config(path, NULL, &dev, err, sizeof err), 0);
+    CHECK(dev != NULL);
+    if (dev != NULL) {
+        CHECK_EQ(omrc_device_planes(dev), 2);
+        struct omrc_qp_defaults d;
+        CHECK_EQ(omrc_device_qp_defaults(dev, &d), 0);
+        CHECK_EQ(d.evs, 16);
+        CHECK_EQ(d.mtu_bytes, 1024);
+        CHECK_EQ(omrc_device_close(dev), 0);
+    }
+    dev = NULL;
+    CHECK_EQ(omrc_device_open_config(path, "omrc1", &dev, err, sizeof err), 0);
+    if (dev != NULL) CHECK_EQ(omrc_device_close(dev), 0);
+    dev = NULL;
+    CHECK_EQ(omrc_device_open_config(path, "omrc7", &dev, err, sizeof err), ENOENT);
+    CHECK(dev == NULL && strstr(err, "omrc7") != NULL);
+    CHECK_EQ(omrc_device_open_config("/nonexistent/omrc.toml", NULL, &dev, err, sizeof err), ENOENT);
+    CHECK(strstr(err, "/nonexistent/omrc.toml") != NULL);
+    unlink(path);
+    CHECK_EQ(omrc_device_open_config(NULL, NULL, &dev, err, sizeof err), EINVAL);
+}
+
 int main(void) {
     test_open_errors();
+    test_open_config();
     test_defaults();
     test_device();
     test_lifecycle();

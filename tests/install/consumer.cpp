@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A program outside the tree that uses the installed OpenMRC: the version,
 // then one RDMA WRITE between two QPs of one loopback device (a private
-// fabric, real clock), through <omrc/omrc.hpp> alone.
+// fabric, real clock), through <omrc/omrc.hpp> alone; and a device named by
+// a configuration file (parse_config, exported by libomrc.so).
 #include <omrc/omrc.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -60,10 +63,26 @@ int transfer() {
     return std::memcmp(src.data(), dst.data(), src.size()) == 0 ? 0 : 1;
 }
 
+int configured_device() {
+    omrc::ConfigFile cfg;
+    std::string error;
+    if (omrc::parse_config("[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\nplanes = 2\n", "consumer", &cfg,
+                           &error) != 0)
+        return std::printf("parse_config: %s\n", error.c_str()), 1;
+    if (omrc::parse_config("[[device]]\nname = \"omrc0\"\n", "consumer", &cfg, &error) != EINVAL ||
+        error.find("missing key 'driver'") == std::string::npos)
+        return std::printf("parse_config accepted a device without a driver: %s\n", error.c_str()), 1;
+    const omrc::DeviceConfig* d = cfg.find("omrc0");
+    int err = 0;
+    auto dev = d != nullptr ? omrc::Device::open(d->driver, d->options, &err) : nullptr;
+    if (!dev || dev->planes() != 2) return std::printf("configured device: %d\n", err), 1;
+    return 0;
+}
+
 }  // namespace
 
 int main() {
     std::printf("OpenMRC %s\n", omrc::version());
     if (std::strcmp(omrc::version(), "0.1.0") != 0) return 1;
-    return transfer();
+    return transfer() != 0 ? 1 : configured_device();
 }

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The ibverbs API over OpenMRC, from a C program built against the system's
+ * <infiniband/verbs.h> and linked with -libverbs: run with LD_LIBRARY_PATH at
+ * OpenMRC's libibverbs.so.1, it proves the ABI (struct layouts, inline calls
+ * through ibv_context_ops and verbs_context, symbol versions) as well as the
+ * behaviour. One loopback device (OMRC_IBV_CONFIG names it), two RC QPs
+ * connected to each other. Prints "N passed, M failed"; exit 1 on failure. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int passed, failed;
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (cond) {                                                                   \
+            ++passed;                                                                 \
+        } else {                                                                      \
+            ++failed;                                                                 \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed (errno %d)\n", __FILE__, __LINE__, #cond, errno); \
+        }                                                                             \
+    } while (0)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Polls until n completions arrived or 10 s passed; returns how many. */
+static int poll_n(struct ibv_cq* cq, struct ibv_wc* wc, int n) {
+    int got = 0;
+    const double end = now_s() + 10;
+    while (got < n && now_s() < end) {
+        int r = ibv_poll_cq(cq, n - got, wc + got);
+        if (r < 0) return -1;
+        got += r;
+    }
+    return got;
+}
+
+static int to_init(struct ibv_qp* qp) {
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static int to_rtr_rts(struct ibv_qp* qp, uint32_t dest_qpn, union ibv_gid gid, uint16_t lid, uint32_t psn) {
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_4096;
+    a.dest_qp_num = dest_qpn;
+    a.rq_psn = psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.grh.dgid = gid;
+    a.ah_attr.grh.sgid_index = 0;
+    a.ah_attr.grh.hop_limit = 255;
+    a.ah_attr.dlid = lid;
+    a.ah_attr.port_num = 1;
+    int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (rc) return rc;
+    memset(&a, 0, sizeof a);
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = psn;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 1;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int main(void) {
+    int n = -1;
+    struct ibv_device** list = ibv_get_device_list(&n);
+    CHECK(list != NULL && n >= 1);
+    if (list == NULL || n < 1) {
+        printf("%d passed, %d failed\n", passed, failed);
+        return 1;
+    }
+    CHECK(strcmp(ibv_get_device_name(list[0]), "omrc0") == 0);
+    CHECK(ibv_get_device_guid(list[0]) != 0);
+    CHECK(list[n] == NULL);
+    struct ibv_context* ctx = ibv_open_device(list[0]);
+    CHECK(ctx != NULL);
+    /* A second open of an open device shares its context; each open needs its close. */
+    struct ibv_context* again = ibv_open_device(list[0]);
+    CHECK(again == ctx);
+    CHECK(ibv_close_device(again) == 0);
+    ibv_free_device_list(list);
+    if (ctx == NULL) return 1;
+
+    /* Device and port queries: the exported symbol and verbs.h's inline path. */
+    struct ibv_device_attr da;
+    CHECK(ibv_query_device(ctx, &da) == 0);
+    CHECK(strncmp(da.fw_ver, "OpenMRC", 7) == 0);
+    CHECK(da.phys_port_cnt == 1 && da.max_qp_rd_atom == 0 && da.atomic_cap == IBV_ATOMIC_NONE);
+    struct ibv_device_attr_ex dax;
+    CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 && dax.orig_attr.phys_port_cnt == 1);
+    struct ibv_port_attr pa;
+    CHECK(ibv_query_port(ctx, 1, &pa) == 0);
+    CHECK(pa.state == IBV_PORT_ACTIVE && pa.link_layer == IBV_LINK_LAYER_ETHERNET);
+    CHECK(pa.active_mtu == IBV_MTU_4096 && pa.gid_tbl_len == 1);
+    CHECK(ibv_query_port(ctx, 2, &pa) != 0);
+    union ibv_gid gid;
+    CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+    CHECK(ibv_query_gid(ctx, 1, 1, &gid) != 0);
+    CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+    struct ibv_gid_entry ge;
+    CHECK(ibv_query_gid_ex(ctx, 1, 0, &ge, 0) == 0 && ge.gid_type == IBV_GID_TYPE_ROCE_V2);
+    CHECK(memcmp(ge.gid.raw, gid.raw, 16) == 0);
+    __be16 pkey;
+    CHECK(ibv_query_pkey(ctx, 1, 0, &pkey) == 0 && pkey == htons(0xFFFF));
+    CHECK(strcmp(ibv_wc_status_str(IBV_WC_SUCCESS), "success") == 0);
+    CHECK(ibv_rate_to_mbps(IBV_RATE_100_GBPS) > 100000);
+
+    struct ibv_pd* pd = ibv_alloc_pd(ctx);
+    CHECK(pd != NULL);
+    struct ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
+    CHECK(ch != NULL && ch->fd >= 0);
+    struct ibv_cq* scq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+    struct ibv_cq* rcq = ibv_create_cq(ctx, 256, (void*)0x1234, ch, 0);
+    CHECK(scq != NULL && rcq != NULL);
+    CHECK(ibv_destroy_comp_channel(ch) == EBUSY);  /* a CQ uses it */
+
+    enum { kBytes = 1 << 20 };
+    uint8_t* src = aligned_alloc(4096, kBytes);
+    uint8_t* dst = aligned_alloc(4096, kBytes);
+    for (int i = 0; i < kBytes; ++i) src[i] = (uint8_t)(i * 7 + 3), dst[i] = 0;
+    struct ibv_mr* smr = ibv_reg_mr(pd, src, kBytes, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr* dmr = ibv_reg_mr(pd, dst, kBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                        IBV_ACCESS_RELAXED_ORDERING);
+    CHECK(smr != NULL && dmr != NULL);
+    CHECK(ibv_reg_mr(pd, src, kBytes, IBV_ACCESS_MW_BIND) == NULL && errno == EOPNOTSUPP);
+    CHECK(ibv_dealloc_pd(pd) == EBUSY);  /* MRs are alive */
+
+    struct ibv_qp_init_attr ia;
+    memset(&ia, 0, sizeof ia);
+    ia.send_cq = scq;
+    ia.recv_cq = rcq;
+    ia.qp_type = IBV_QPT_UD;
+    ia.cap.max_send_wr = 64;
+    ia.cap.max_recv_wr = 64;
+    ia.cap.max_send_sge = 1;
+    ia.cap.max_recv_sge = 1;
+    errno = 0;
+    CHECK(ibv_create_qp(pd, &ia) == NULL && errno == EOPNOTSUPP);
+    ia.qp_type = IBV_QPT_RC;
+    ia.cap.max_inline_data = 100000; /* clamped and reported back */
+    struct ibv_qp* a = ibv_create_qp(pd, &ia);
+    CHECK(a != NULL && ia.cap.max_inline_data == 4096);
+    struct ibv_qp_init_attr_ex iax;
+    memset(&iax, 0, sizeof iax);
+    iax.send_cq = scq;
+    iax.recv_cq = rcq;
+    iax.qp_type = IBV_QPT_RC;
+    iax.cap.max_send_wr = 64;
+    iax.cap.max_recv_wr = 64;
+    iax.cap.max_send_sge = 1;
+    iax.cap.max_recv_sge = 1;
+    iax.cap.max_inline_data = 64;
+    iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    iax.pd = pd;
+    iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+    errno = 0;
+    CHECK(ibv_create_qp_ex(ctx, &iax) == NULL && errno == EOPNOTSUPP);
+    iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    struct ibv_qp* b = ibv_create_qp_ex(ctx, &iax);
+    CHECK(b != NULL);
+    if (a == NULL || b == NULL) return 1;
+    CHECK(a->qp_num != b->qp_num && a->state == IBV_QPS_RESET);
+
+    struct ibv_port_attr port;
+    CHECK(ibv_query_port(ctx, 1, &port) == 0);
+    CHECK(to_init(a) == 0 && to_init(b) == 0);
+    CHECK(to_rtr_rts(a, b->qp_num, gid, port.lid, 100) == 0);
+    CHECK(to_rtr_rts(b, a->qp_num, gid, port.lid, 100) == 0);
+    struct ibv_qp_attr qa;
+    struct ibv_qp_init_attr qia;
+    CHECK(ibv_query_qp(a, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN, &qia) == 0);
+    CHECK(qa.qp_state == IBV_QPS_RTS && qa.dest_qp_num == b->qp_num && qia.qp_type == IBV_QPT_RC);
+
+    /* Unsupported opcodes fail at post with EOPNOTSUPP and name the WR. */
+    struct ibv_sge sge = {(uintptr_t)src, 64, smr->lkey};
+    struct ibv_send_wr wr, *bad = NULL;
+    memset(&wr, 0, sizeof wr);
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = (uintptr_t)dst;
+    wr.wr.rdma.rkey = dmr->rkey;
+    CHECK(ibv_post_send(a, &wr, &bad) == EOPNOTSUPP && bad == &wr);
+    wr.opcode = IBV_WR_SEND;
+    CHECK(ibv_post_send(a, &wr, &bad) == EOPNOTSUPP);
+
+    /* A receive for the WRITE_WITH_IMM, and an armed CQ on the channel. */
+    struct ibv_recv_wr rwr, *rbad = NULL;
+    memset(&rwr, 0, sizeof rwr);
+    rwr.wr_id = 77;
+    CHECK(ibv_post_recv(b, &rwr, &rbad) == 0);
+    CHECK(ibv_req_notify_cq(rcq, 0) == 0);
+
+    /* 1 MiB as 16 WRITEs in one chained post, the last with an immediate. */
+    struct ibv_send_wr wrs[16];
+    struct ibv_sge sges[16];
+    for (int i = 0; i < 16; ++i) {
+        const int chunk = kBytes / 16;
+        sges[i] = (struct ibv_sge){(uintptr_t)src + i * chunk, chunk, smr->lkey};
+        memset(&wrs[i], 0, sizeof wrs[i]);
+        wrs[i].wr_id = 1000 + i;
+        wrs[i].opcode = i == 15 ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+        wrs[i].send_flags = IBV_SEND_SIGNALED;
+        wrs[i].sg_list = &sges[i];
+        wrs[i].num_sge = 1;
+        wrs[i].imm_data = htonl(0xC0FFEE);
+        wrs[i].wr.rdma.remote_addr = (uintptr_t)dst + i * chunk;
+        wrs[i].wr.rdma.rkey = dmr->rkey;
+        wrs[i].next = i == 15 ? NULL : &wrs[i + 1];
+    }
+    CHECK(ibv_post_send(a, wrs, &bad) == 0);
+    struct ibv_wc wc[16];
+    CHECK(poll_n(scq, wc, 16) == 16);
+    int ok = 1;
+    for (int i = 0; i < 16; ++i) ok &= wc[i].status == IBV_WC_SUCCESS && wc[i].opcode == IBV_WC_RDMA_WRITE;
+    CHECK(ok);
+
+    /* The completion event, then the receive completion with the immediate. */
+    struct pollfd pfd = {ch->fd, POLLIN, 0};
+    CHECK(poll(&pfd, 1, 10000) == 1);
+    struct ibv_cq* ev_cq = NULL;
+    void* ev_ctx = NULL;
+    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == rcq && ev_ctx == (void*)0x1234);
+    ibv_ack_cq_events(ev_cq, 1);
+    CHECK(rcq->comp_events_completed == 1);
+    CHECK(poll_n(rcq, wc, 1) == 1);
+    CHECK(wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc[0].wr_id == 77);
+    CHECK((wc[0].wc_flags & IBV_WC_WITH_IMM) && wc[0].imm_data == htonl(0xC0FFEE));
+    CHECK(wc[0].byte_len == kBytes / 16 && wc[0].qp_num == b->qp_num);
+    CHECK(memcmp(src, dst, kBytes) == 0);
+
+    /* The new post API (ibv_qp_ex) on b, towards a's side: src gets dst back shifted. */
+    struct ibv_qp_ex* bx = ibv_qp_to_qp_ex(b);
+    CHECK(bx != NULL);
+    for (int i = 0; i < kBytes; ++i) dst[i] = (uint8_t)(i * 13 + 1);
+    struct ibv_mr* smr2 = ibv_reg_mr(pd, src, kBytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    CHECK(smr2 != NULL);
+    ibv_wr_start(bx);
+    bx->wr_id = 5;
+    bx->wr_flags = IBV_SEND_SIGNALED;
+    ibv_wr_rdma_write(bx, smr2->rkey, (uintptr_t)src);
+    ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst, kBytes / 2);
+    bx->wr_id = 6;
+    ibv_wr_rdma_write(bx, smr2->rkey, (uintptr_t)src + kBytes / 2);
+    ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst + kBytes / 2, kBytes / 2);
+    bx->wr_id = 7;
+    ibv_wr_rdma_write(bx, smr2->rkey, (uintptr_t)src);
+    char hello[16] = "inline-hello";
+    ibv_wr_set_inline_data(bx, hello, sizeof hello);
+    CHECK(ibv_wr_complete(bx) == 0);
+    CHECK(poll_n(scq, wc, 3) == 3);
+    CHECK(wc[0].wr_id == 5 && wc[1].wr_id == 6 && wc[2].wr_id == 7 && wc[2].status == IBV_WC_SUCCESS);
+    CHECK(memcmp(src, hello, sizeof hello) == 0 && memcmp(src + 16, dst + 16, kBytes - 16) == 0);
+    ibv_wr_start(bx);
+    ibv_wr_rdma_read(bx, smr2->rkey, (uintptr_t)src);
+    ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst, 64);
+    CHECK(ibv_wr_complete(bx) == EOPNOTSUPP);
+    CHECK(ibv_query_qp_data_in_order(a, IBV_WR_RDMA_WRITE, 0) == 0);
+
+    /* Moving to ERR flushes posted receives. */
+    CHECK(ibv_post_recv(b, &rwr, &rbad) == 0);
+    memset(&qa, 0, sizeof qa);
+    qa.qp_state = IBV_QPS_ERR;
+    CHECK(ibv_modify_qp(b, &qa, IBV_QP_STATE) == 0);
+    CHECK(poll_n(rcq, wc, 1) == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR);
+
+    CHECK(ibv_destroy_cq(scq) == EBUSY);  /* QPs use it */
+    CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0);
+    CHECK(ibv_dereg_mr(smr) == 0 && ibv_dereg_mr(smr2) == 0 && ibv_dereg_mr(dmr) == 0);
+    CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0);
+    CHECK(ibv_destroy_comp_channel(ch) == 0);
+    CHECK(ibv_dealloc_pd(pd) == 0);
+    CHECK(ibv_close_device(ctx) == 0);
+    free(src);
+    free(dst);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
