@@ -15,6 +15,8 @@
 //                the plugin reports an error (the victim was killed)
 //                                                     → 0 on that error,
 //                                                       3 when none came
+//   init         init, then one line per device with its v12 properties
+//                                                     → 0, or 2 when init fails
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -71,6 +73,22 @@ int main(int argc, char** argv) {
     if (!plugin.ok()) return fail(rank, "dlopen: " + plugin.error());
     auto net = plugin.net(version);
     if (!net) return fail(rank, "no ncclNetPlugin_v" + std::to_string(version));
+    if (scenario == "init") {
+        if (const ncclResult_t rc = net->init(); rc != ncclSuccess) {
+            std::printf("init: error %d\n", static_cast<int>(rc));
+            return 2;
+        }
+        auto* v12 = static_cast<ncclNet_v12_t*>(plugin.symbol(12));
+        int ndev = 0;
+        v12->devices(&ndev);
+        std::printf("devices %d\n", ndev);
+        for (int d = 0; d < ndev; ++d) {
+            ncclNetProperties_v12_t p{};
+            if (v12->getProperties(d, &p) != ncclSuccess) return fail(rank, "getProperties");
+            std::printf("device %d name=%s speed=%d railId=%d planeId=%d\n", d, p.name, p.speed, p.railId, p.planeId);
+        }
+        return 0;
+    }
     if (net->init() != ncclSuccess) return fail(rank, "init failed");
     FileExchange ex(dir);
     const auto deadline = Clock::now() + std::chrono::seconds(45);

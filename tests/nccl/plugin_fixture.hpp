@@ -1,29 +1,50 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The in-process tests' plugin: libnccl-net-omrc.so loaded with dlopen once
-// per process, with one loopback device of 4 planes (a private fabric on
-// which every comm of every rank thread connects), unless the environment
-// names devices already.
+// per process, its devices from a configuration file (OMRC_NCCL_CONFIG): one
+// loopback device of 4 planes (a private fabric on which every comm of every
+// rank thread connects), unless the environment names a file already.
 #pragma once
 
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include <filesystem>
+#include <fstream>
+
 #include "harness/collectives.hpp"
 #include "harness/plugin_loader.hpp"
+#include "harness/spawn.hpp"
 
 namespace omrc::nccl::test {
 
 inline constexpr int kTestPlanes = 4;
 
+/// The device configuration the in-process tests run on (docs/CONFIG.md).
+inline constexpr const char* kTestConfig = R"(# omrc_nccl_tests: one loopback device, 4 planes
+[[device]]
+name = "omrc0"
+driver = "loopback"
+planes = 4
+
+[device.qp]
+# A loaded 2-core machine may starve a rank's thread for many milliseconds:
+# the QPs' retry budget (timeout x 8) is 0.8 s.
+timeout_ns = 100_000_000
+)";
+
 inline Plugin& plugin() {
     static Plugin* p = [] {
+        // The tests' own configuration file unless the environment names one.
         if (std::getenv("OMRC_NCCL_CONFIG") == nullptr) {
-            ::setenv("OMRC_NCCL_DRIVER", "loopback", 0);
-            ::setenv("OMRC_NCCL_PLANES", std::to_string(kTestPlanes).c_str(), 0);
-            // A loaded 2-core machine may starve a rank's thread for many
-            // milliseconds: the QPs' retry budget (timeout × 8) is 0.8 s.
-            ::setenv("OMRC_NCCL_QP_TIMEOUT_MS", "100", 0);
+            // Removed at exit (the plugin reads it once, at init).
+            static const struct TempDir {
+                std::string path = make_temp_dir("omrc-nccl-test-");
+                ~TempDir() { std::filesystem::remove_all(path); }
+            } dir;
+            const std::string path = dir.path + "/omrc.toml";
+            std::ofstream(path) << kTestConfig;
+            ::setenv("OMRC_NCCL_CONFIG", path.c_str(), 1);
         }
         // A connection whose peer went quiet fails within seconds, not minutes.
         ::setenv("OMRC_NCCL_CONNECT_TIMEOUT_MS", "20000", 0);

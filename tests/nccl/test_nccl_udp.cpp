@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "harness/spawn.hpp"
@@ -15,15 +16,37 @@ using namespace omrc::nccl::test;
 
 namespace {
 
-std::map<std::string, std::string> udp_env() {
-    return {{"OMRC_NCCL_DRIVER", "udp"},      {"OMRC_NCCL_PLANES", "2"},
-            {"OMRC_NCCL_QP_TIMEOUT_MS", "100"}, {"OMRC_NCCL_CONFIG", ""},
-            {"OMRC_IBV_CONFIG", ""},           {"OMRC_NCCL_CONNECT_TIMEOUT_MS", "30000"}};
+/// Each process's device: one udp device of 2 planes on [::1], its ports
+/// picked by the driver (so every process gets blocks of its own).
+constexpr const char* kUdpConfig = R"([[device]]
+name = "omrc0"
+driver = "udp"
+planes = 2
+
+[device.qp]
+timeout_ns = 100_000_000   # retry budget 0.8 s: a loaded 2-core machine starves processes
+)";
+
+/// The environment of the rank processes: the configuration file written
+/// into `dir`, or (from_env) the same device from OMRC_NCCL_DRIVER and friends.
+std::map<std::string, std::string> udp_env(const std::string& dir, bool from_env) {
+    std::map<std::string, std::string> env = {{"OMRC_IBV_CONFIG", ""}, {"OMRC_NCCL_CONNECT_TIMEOUT_MS", "30000"}};
+    if (from_env) {
+        env["OMRC_NCCL_CONFIG"] = "";
+        env["OMRC_NCCL_DRIVER"] = "udp";
+        env["OMRC_NCCL_PLANES"] = "2";
+        env["OMRC_NCCL_QP_TIMEOUT_MS"] = "100";
+    } else {
+        std::ofstream(dir + "/omrc.toml") << kUdpConfig;
+        env["OMRC_NCCL_CONFIG"] = dir + "/omrc.toml";
+        env["OMRC_NCCL_DRIVER"] = "";
+    }
+    return env;
 }
 
 std::vector<pid_t> start_ranks(const std::string& dir, int nranks, const std::function<std::string(int)>& scenario,
-                               const std::function<int(int)>& version = nullptr) {
-    const auto env = environment_with(udp_env());
+                               const std::function<int(int)>& version = nullptr, bool from_env = false) {
+    const auto env = environment_with(udp_env(dir, from_env));
     std::vector<pid_t> pids;
     for (int r = 0; r < nranks; ++r) {
         std::vector<std::string> argv = {OMRC_NCCL_RANK_PATH, OMRC_NCCL_PLUGIN_PATH, dir, std::to_string(r),
@@ -42,9 +65,10 @@ TEST_CASE("ranks as processes over udp: ring allreduce and all-to-all are exact"
     const std::string dir = make_temp_dir("omrc-nccl-");
     REQUIRE(!dir.empty());
     // Ranks use different ABI versions, as processes linked against different
-    // NCCL releases would.
-    const auto pids = start_ranks(dir, nranks, [](int) { return std::string("collectives"); },
-                                  [](int r) { return 12 - r % 5; });
+    // NCCL releases would. With 2 ranks the device comes from the environment
+    // (OMRC_NCCL_DRIVER) instead of a configuration file.
+    const auto pids = start_ranks(
+        dir, nranks, [](int) { return std::string("collectives"); }, [](int r) { return 12 - r % 5; }, nranks == 2);
     for (pid_t p : pids) REQUIRE(p > 0);
     const auto codes = wait_all_processes(pids, std::chrono::steady_clock::now() + std::chrono::seconds(55));
     for (pid_t p : pids) {

@@ -4,6 +4,7 @@
 // kill what is left.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -33,16 +34,25 @@ inline std::vector<std::string> environment_with(const std::map<std::string, std
     return env;
 }
 
-/// Starts `argv[0]` with argv and env. The pid, or -1.
-inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+/// Starts `argv[0]` with argv and env; with `output`, its stdout and stderr
+/// go to that file. The pid, or -1.
+inline pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                   const std::string& output = {}) {
     std::vector<char*> a, e;
     for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
     for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
     e.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (!output.empty()) {
+        posix_spawn_file_actions_addopen(&actions, 1, output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    }
     pid_t pid = -1;
-    if (posix_spawn(&pid, a[0], nullptr, nullptr, a.data(), e.data()) != 0) return -1;
-    return pid;
+    const int rc = posix_spawn(&pid, a[0], &actions, nullptr, a.data(), e.data());
+    posix_spawn_file_actions_destroy(&actions);
+    return rc == 0 ? pid : -1;
 }
 
 /// Waits for every pid until the deadline; the ones still running then are
