@@ -12,7 +12,8 @@ namespace omrc::nccl {
 
 template <class T>
 void put_be(std::uint8_t* p, T v) noexcept {
-    for (std::size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * (sizeof(T) - 1 - i)));
+    for (std::size_t i = 0; i < sizeof(T); ++i)
+        p[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) >> (8 * (sizeof(T) - 1 - i)));
 }
 
 template <class T>

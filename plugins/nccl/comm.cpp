@@ -71,8 +71,8 @@ void Comm::fail(ncclResult_t result, const std::string& reason) {
     if (error != ncclSuccess) return;
     error = result;
     error_reason = reason;
-    log_line(Level::warn, fmt::format("{} comm to {} on {} failed: {}", magic == kSendCommMagic ? "send" : "recv",
-                                      peer, dev->config.name, reason));
+    log_line(Level::warn, fmt::format("{} comm to {} on {} failed: {}", magic == kSendCommMagic ? "send" : "recv", peer,
+                                      dev->config.name, reason));
 }
 
 Comm* as_comm(void* p) noexcept {

@@ -36,8 +36,8 @@ struct Request {
     bool is_send = false;
     bool done = false;
     Comm* comm = nullptr;
-    std::uint32_t seq = 0;    ///< the CTS slot's sequence number
-    int n = 1;                ///< receives (1 for a send)
+    std::uint32_t seq = 0;                 ///< the CTS slot's sequence number
+    int n = 1;                             ///< receives (1 for a send)
     std::uint32_t posted[kMaxRecvs] = {};  ///< recv: the sizes posted
     std::uint32_t sizes[kMaxRecvs] = {};   ///< bytes transferred, reported by test
 };
@@ -63,12 +63,12 @@ struct Comm {
     std::unique_ptr<Mr> ring_mr;
     std::uint64_t peer_ring_addr = 0;
     std::uint32_t peer_ring_rkey = 0;
-    int fd = -1;                    ///< liveness: the handshake's TCP socket
-    std::string peer;               ///< "[::1]:40000 qpn 0x12" for messages
+    int fd = -1;       ///< liveness: the handshake's TCP socket
+    std::string peer;  ///< "[::1]:40000 qpn 0x12" for messages
 
     ncclResult_t error = ncclSuccess;  ///< once set, every call on the comm returns it
     std::string error_reason;
-    std::uint64_t peer_gone_ns = 0;    ///< when the socket's end of file was first seen
+    std::uint64_t peer_gone_ns = 0;  ///< when the socket's end of file was first seen
     std::uint64_t next_liveness_ns = 0;
 
     std::vector<Request> requests;  ///< the pool (its size is fixed at creation)
@@ -95,7 +95,7 @@ struct SendComm final : Comm {
     /// the completion of its last WRITE_WITH_IMM. Slot seq % kSlots is
     /// reused only once slot seq's completion arrived.
     struct Slot {
-        std::uint32_t matched = 0;     ///< bit i: entry i has its send
+        std::uint32_t matched = 0;  ///< bit i: entry i has its send
         int nmatched = 0;
         Request* reqs[kMaxRecvs] = {};
         std::uint32_t sizes[kMaxRecvs] = {};
@@ -152,8 +152,8 @@ int post_imm_recv(Comm& c);
 void progress_comm(Comm& c);
 /// isend/irecv with dev->mu held (see core.hpp for the contract).
 ncclResult_t post_send(SendComm& c, void* data, std::size_t size, int tag, MrHandle* mh, Request** out);
-ncclResult_t post_recv(RecvComm& c, int n, void** data, const std::size_t* sizes, const int* tags,
-                       MrHandle** mhs, Request** out);
+ncclResult_t post_recv(RecvComm& c, int n, void** data, const std::size_t* sizes, const int* tags, MrHandle** mhs,
+                       Request** out);
 /// dev->mu held: the socket still open? A peer gone for longer than a grace
 /// period fails the comm (ncclRemoteError).
 void check_peer(Comm& c);

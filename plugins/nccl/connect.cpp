@@ -294,7 +294,8 @@ ncclResult_t accept_step(ListenComm& l, RecvComm** out) {
             const std::lock_guard lock(l.dev->mu);
             rc2 = create_endpoint(*a.comm, a.comm->ring, kDoneRingBytes, &error);
             if (rc2 == 0) rc2 = connect_endpoint(*a.comm, peer, psn, &error);
-            if (rc2 == 0) reply = encode_info(MsgType::reply, my_info(*a.comm, l.nonce, psn, a.comm->ring, kDoneRingBytes));
+            if (rc2 == 0)
+                reply = encode_info(MsgType::reply, my_info(*a.comm, l.nonce, psn, a.comm->ring, kDoneRingBytes));
         }
         if (rc2 != 0) {
             const std::string why = fmt::format("setting up the receiving QP: {}", error);
@@ -377,8 +378,9 @@ ncclResult_t net_connect(int dev, void* handle, void** send_comm) {
     }
     const auto it = g_connecting.find(stage);
     if (it == g_connecting.end())
-        return fail(ncclInvalidArgument, "connect: the handle names connection {:#x}, which this process has not "
-                                         "started (or which failed before)",
+        return fail(ncclInvalidArgument,
+                    "connect: the handle names connection {:#x}, which this process has not "
+                    "started (or which failed before)",
                     stage);
     Connecting& k = *it->second;
     std::uint8_t now[kHandleBytes];

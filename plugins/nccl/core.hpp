@@ -61,8 +61,8 @@ ncclResult_t net_reg_mr_dmabuf(void* comm, void* data, std::size_t size, int typ
 ncclResult_t net_dereg_mr(void* comm, void* mhandle);
 
 ncclResult_t net_isend(void* send_comm, void* data, std::size_t size, int tag, void* mhandle, void** request);
-ncclResult_t net_irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, const int* tags,
-                       void** mhandles, void** request);
+ncclResult_t net_irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, const int* tags, void** mhandles,
+                       void** request);
 ncclResult_t net_iflush(void* recv_comm, int n, void** data, const int* sizes, void** mhandles, void** request);
 /// sizes: NULL, or room for the request's n entries (1 for a send).
 ncclResult_t net_test(void* request, int* done, int* sizes);

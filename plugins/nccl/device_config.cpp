@@ -49,9 +49,10 @@ int from_file(const char* variable, const std::string& path, [[maybe_unused]] st
     *out = std::move(file.devices);
     return 0;
 #else
-    *error = fmt::format("{}={}: this build of the plugin cannot read configuration files (libomrc without "
-                         "lib/config); use OMRC_NCCL_DRIVER",
-                         variable, path);
+    *error = fmt::format(
+        "{}={}: this build of the plugin cannot read configuration files (libomrc without "
+        "lib/config); use OMRC_NCCL_DRIVER",
+        variable, path);
     return ENOTSUP;
 #endif
 }
@@ -65,15 +66,17 @@ int devices_from_environment(std::vector<DeviceConfig>* out, std::string* error)
 
     const char* driver = env("OMRC_NCCL_DRIVER");
     if (driver == nullptr) {
-        *error = "no device configured: set OMRC_NCCL_CONFIG to a device configuration file (docs/CONFIG.md), "
-                 "or OMRC_NCCL_DRIVER=loopback|udp";
+        *error =
+            "no device configured: set OMRC_NCCL_CONFIG to a device configuration file (docs/CONFIG.md), "
+            "or OMRC_NCCL_DRIVER=loopback|udp";
         return ENODEV;
     }
     const std::string_view name(driver);
     if (name != "loopback" && name != "udp") {
-        *error = fmt::format("OMRC_NCCL_DRIVER='{}': must be loopback or udp (other drivers need a configuration "
-                             "file, OMRC_NCCL_CONFIG)",
-                             name);
+        *error = fmt::format(
+            "OMRC_NCCL_DRIVER='{}': must be loopback or udp (other drivers need a configuration "
+            "file, OMRC_NCCL_CONFIG)",
+            name);
         return EINVAL;
     }
     std::uint64_t planes = 0;

@@ -44,11 +44,11 @@ inline constexpr std::size_t kMaxMessageBytes = 0x7fffffff;
 
 struct NetDevice {
     int index = 0;
-    DeviceConfig config;            ///< name, driver, DeviceOptions, QP defaults
+    DeviceConfig config;  ///< name, driver, DeviceOptions, QP defaults
     std::unique_ptr<Device> device;
     std::unique_ptr<Pd> pd;
-    std::mutex mu;                  ///< see Threads above
-    std::string listen_ip;          ///< numeric IPv4/IPv6 address the listeners bind to
+    std::mutex mu;          ///< see Threads above
+    std::string listen_ip;  ///< numeric IPv4/IPv6 address the listeners bind to
     std::uint32_t planes = 0;
     /// steady-clock ns of the last progress() (read by the keep-alive thread).
     std::atomic<std::uint64_t> last_progress_ns{0};

@@ -22,9 +22,7 @@ constexpr std::uint64_t kRecvWrId = ~std::uint64_t{0};
 
 }  // namespace
 
-std::uint32_t local_mtu(const NetDevice& d) {
-    return d.config.qp.mtu_bytes != 0 ? d.config.qp.mtu_bytes : kDefaultMtu;
-}
+std::uint32_t local_mtu(const NetDevice& d) { return d.config.qp.mtu_bytes != 0 ? d.config.qp.mtu_bytes : kDefaultMtu; }
 
 int post_imm_recv(Comm& c) {
     RecvWr wr;
@@ -95,8 +93,8 @@ int connect_endpoint(Comm& c, const PeerInfo& peer, std::uint32_t my_psn, std::s
     if (q.timeout_ns != 0) a.timeout_ns = q.timeout_ns;
     a.retry_cnt = q.retry_cnt;
     a.cc = q.cc;
-    if (const int rc = c.qp->modify(a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout |
-                                           QpAttrMask::retry_cnt | QpAttrMask::cc)) {
+    if (const int rc = c.qp->modify(
+            a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout | QpAttrMask::retry_cnt | QpAttrMask::cc)) {
         *error = fmt::format("modify(RTS): {}", std::strerror(rc));
         return rc;
     }

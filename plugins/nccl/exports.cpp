@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The exported symbols ncclNetPlugin_v8 … ncclNetPlugin_v12: one struct per
 // ABI version (nccl_net_abi.h), each entry a thin adapter onto core.hpp.
+// Designated initialisers name every member, so the compiler checks that
+// each entry lands in the member of its name. getDeviceMr and irecvConsumed
+// (device offload) and makeVDevice (virtual NICs) are NULL: NCCL then uses
+// the host data path and the physical devices.
 // NCCL takes the newest version it knows. Only these symbols leave the
 // shared library (exports.map).
 #include <climits>
@@ -151,8 +155,7 @@ ncclResult_t irecv_v8(void* comm, int n, void** data, int* sizes, int* tags, voi
     }
     return net_irecv(comm, n, data, wide, tags, mhandles, request);
 }
-ncclResult_t irecv_v9(void* comm, int n, void** data, std::size_t* sizes, int* tags, void** mhandles,
-                      void** request) {
+ncclResult_t irecv_v9(void* comm, int n, void** data, std::size_t* sizes, int* tags, void** mhandles, void** request) {
     return net_irecv(comm, n, data, sizes, tags, mhandles, request);
 }
 ncclResult_t irecv_v10(void* comm, int n, void** data, std::size_t* sizes, int* tags, void** mhandles,
@@ -178,36 +181,124 @@ using namespace omrc::nccl;
 
 extern "C" {
 
+// clang-format off
 OMRC_NCCL_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
-    kName,          init_v8,        net_devices,       props_v8,      net_listen,     connect_v8,      accept_any,
-    reg_mr_any,     reg_mr_dmabuf_any, net_dereg_mr,   isend_v8,      irecv_v8,       iflush_any,      net_test,
-    net_close_send, net_close_recv, net_close_listen,  nullptr,       nullptr,
+    .name = kName,
+    .init = init_v8,
+    .devices = net_devices,
+    .getProperties = props_v8,
+    .listen = net_listen,
+    .connect = connect_v8,
+    .accept = accept_any,
+    .regMr = reg_mr_any,
+    .regMrDmaBuf = reg_mr_dmabuf_any,
+    .deregMr = net_dereg_mr,
+    .isend = isend_v8,
+    .irecv = irecv_v8,
+    .iflush = iflush_any,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
 };
 
 OMRC_NCCL_EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
-    kName,          init_v8,        net_devices,       props_v9,      net_listen,     connect_v8,      accept_any,
-    reg_mr_any,     reg_mr_dmabuf_any, net_dereg_mr,   isend_v9,      irecv_v9,       iflush_any,      net_test,
-    net_close_send, net_close_recv, net_close_listen,  nullptr,       nullptr,        nullptr,
+    .name = kName,
+    .init = init_v8,
+    .devices = net_devices,
+    .getProperties = props_v9,
+    .listen = net_listen,
+    .connect = connect_v8,
+    .accept = accept_any,
+    .regMr = reg_mr_any,
+    .regMrDmaBuf = reg_mr_dmabuf_any,
+    .deregMr = net_dereg_mr,
+    .isend = isend_v9,
+    .irecv = irecv_v9,
+    .iflush = iflush_any,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
+    .makeVDevice = nullptr,
 };
 
 OMRC_NCCL_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
-    kName,          init_v10,       net_devices,       props_v10,     net_listen,     connect_v10,     accept_any,
-    reg_mr_any,     reg_mr_dmabuf_any, net_dereg_mr,   isend_v10,     irecv_v10,      iflush_any,      net_test,
-    net_close_send, net_close_recv, net_close_listen,  nullptr,       nullptr,        nullptr,
+    .name = kName,
+    .init = init_v10,
+    .devices = net_devices,
+    .getProperties = props_v10,
+    .listen = net_listen,
+    .connect = connect_v10,
+    .accept = accept_any,
+    .regMr = reg_mr_any,
+    .regMrDmaBuf = reg_mr_dmabuf_any,
+    .deregMr = net_dereg_mr,
+    .isend = isend_v10,
+    .irecv = irecv_v10,
+    .iflush = iflush_any,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
+    .makeVDevice = nullptr,
 };
 
 OMRC_NCCL_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
-    kName,          init_v11,       net_devices,       props_v11,     listen_v11,     connect_v11,     accept_any,
-    reg_mr_any,     reg_mr_dmabuf_any, net_dereg_mr,   isend_v10,     irecv_v10,      iflush_any,      net_test,
-    net_close_send, net_close_recv, net_close_listen,  nullptr,       nullptr,        nullptr,
-    finalize_v11,   set_net_attr_v11,
+    .name = kName,
+    .init = init_v11,
+    .devices = net_devices,
+    .getProperties = props_v11,
+    .listen = listen_v11,
+    .connect = connect_v11,
+    .accept = accept_any,
+    .regMr = reg_mr_any,
+    .regMrDmaBuf = reg_mr_dmabuf_any,
+    .deregMr = net_dereg_mr,
+    .isend = isend_v10,
+    .irecv = irecv_v10,
+    .iflush = iflush_any,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
+    .makeVDevice = nullptr,
+    .finalize = finalize_v11,
+    .setNetAttr = set_net_attr_v11,
 };
 
 OMRC_NCCL_EXPORT ncclNet_v12_t ncclNetPlugin_v12 = {
-    kName,          init_v11,       net_devices,       props_v12,     listen_v11,     connect_v11,     accept_any,
-    reg_mr_any,     reg_mr_dmabuf_any, net_dereg_mr,   isend_v10,     irecv_v10,      iflush_any,      net_test,
-    net_close_send, net_close_recv, net_close_listen,  nullptr,       nullptr,        nullptr,
-    finalize_v11,   set_net_attr_v11,
+    .name = kName,
+    .init = init_v11,
+    .devices = net_devices,
+    .getProperties = props_v12,
+    .listen = listen_v11,
+    .connect = connect_v11,
+    .accept = accept_any,
+    .regMr = reg_mr_any,
+    .regMrDmaBuf = reg_mr_dmabuf_any,
+    .deregMr = net_dereg_mr,
+    .isend = isend_v10,
+    .irecv = irecv_v10,
+    .iflush = iflush_any,
+    .test = net_test,
+    .closeSend = net_close_send,
+    .closeRecv = net_close_recv,
+    .closeListen = net_close_listen,
+    .getDeviceMr = nullptr,
+    .irecvConsumed = nullptr,
+    .makeVDevice = nullptr,
+    .finalize = finalize_v11,
+    .setNetAttr = set_net_attr_v11,
 };
+// clang-format on
 
 }  // extern "C"

@@ -24,7 +24,7 @@ namespace omrc::nccl {
 
 inline constexpr std::uint32_t kHandleMagic = 0x4f4d4e48;  // "OMNH"
 inline constexpr std::uint16_t kHandleVersion = 1;
-inline constexpr std::size_t kHandleBytes = 128;           // NCCL_NET_HANDLE_MAXSIZE
+inline constexpr std::size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 inline constexpr std::size_t kHandleUsedBytes = 48;
 
 struct ListenHandle {

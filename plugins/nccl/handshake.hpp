@@ -32,15 +32,15 @@ enum class MsgType : std::uint16_t { hello = 1, reply = 2, ready = 3, reject = 4
 
 /// What one side of a comm tells the other about itself.
 struct PeerInfo {
-    std::uint64_t nonce = 0;          ///< the listener's (HELLO: from the handle; REPLY: the same)
-    DeviceAddress address{};          ///< Device::address()
+    std::uint64_t nonce = 0;  ///< the listener's (HELLO: from the handle; REPLY: the same)
+    DeviceAddress address{};  ///< Device::address()
     std::uint32_t qpn = 0;
     std::uint16_t conn_id = 0;
-    std::uint32_t psn = 0;            ///< first PSN this side sends (24 bits)
-    std::uint64_t ring_addr = 0;      ///< the ring the peer writes into
+    std::uint32_t psn = 0;        ///< first PSN this side sends (24 bits)
+    std::uint64_t ring_addr = 0;  ///< the ring the peer writes into
     std::uint32_t ring_rkey = 0;
     std::uint32_t ring_bytes = 0;
-    std::uint32_t mtu = 0;            ///< payload per packet this side wants (the smaller one is used)
+    std::uint32_t mtu = 0;  ///< payload per packet this side wants (the smaller one is used)
 };
 
 struct MsgHeader {
@@ -56,8 +56,7 @@ std::vector<std::uint8_t> encode_reject(int err, const std::string& reason);
 int decode_header(const std::uint8_t* p, MsgHeader* out, std::string* error);
 /// A HELLO or REPLY body. 0, or EPROTO with *error naming what is wrong
 /// (`ring_bytes` is the size this side expects of the peer's ring).
-int decode_info(const std::uint8_t* body, std::size_t len, std::uint32_t ring_bytes, PeerInfo* out,
-                std::string* error);
+int decode_info(const std::uint8_t* body, std::size_t len, std::uint32_t ring_bytes, PeerInfo* out, std::string* error);
 /// A REJECT body: the peer's errno and reason.
 void decode_reject(const std::uint8_t* body, std::size_t len, int* err, std::string* reason);
 

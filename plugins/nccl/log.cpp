@@ -21,9 +21,9 @@ void log_line(Level level, const std::string& text, const std::source_location& 
     try {
         auto& omrc_log = omrc::log::logger();
         switch (level) {
-        case Level::warn: omrc_log.warn("nccl: {}", text); break;
-        case Level::info: omrc_log.info("nccl: {}", text); break;
-        case Level::debug: omrc_log.debug("nccl: {}", text); break;
+            case Level::warn: omrc_log.warn("nccl: {}", text); break;
+            case Level::info: omrc_log.info("nccl: {}", text); break;
+            case Level::debug: omrc_log.debug("nccl: {}", text); break;
         }
     } catch (...) {
         // A logger that cannot write must not take the caller down.

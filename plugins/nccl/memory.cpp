@@ -20,8 +20,9 @@ ncclResult_t net_reg_mr(void* comm, void* data, std::size_t size, int type, void
     Comm* c = as_comm(comm);
     if (c == nullptr) return fail(ncclInvalidArgument, "regMr: {} is not a comm of this plugin", comm);
     if (type != NCCL_PTR_HOST)
-        return fail(ncclInvalidArgument, "regMr: memory type {:#x}: OpenMRC registers host memory only "
-                                         "(NCCL_PTR_HOST)",
+        return fail(ncclInvalidArgument,
+                    "regMr: memory type {:#x}: OpenMRC registers host memory only "
+                    "(NCCL_PTR_HOST)",
                     type);
     if (data == nullptr && size != 0) return fail(ncclInvalidArgument, "regMr: NULL address with {} bytes", size);
     auto mh = std::make_unique<MrHandle>();
@@ -40,8 +41,8 @@ ncclResult_t net_reg_mr(void* comm, void* data, std::size_t size, int type, void
     return ncclSuccess;
 }
 
-ncclResult_t net_reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t /*offset*/,
-                               int /*fd*/, void** mhandle) {
+ncclResult_t net_reg_mr_dmabuf(void* comm, void* data, std::size_t size, int type, std::uint64_t /*offset*/, int /*fd*/,
+                               void** mhandle) {
     // ptrSupport has no NCCL_PTR_DMABUF, so NCCL registers dma-bufs elsewhere;
     // host memory given this way is registered by its address.
     return net_reg_mr(comm, data, size, type, mhandle);

@@ -34,13 +34,13 @@ std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p
 /// (ncclRemoteError) or this side (ncclSystemError).
 ncclResult_t result_of(WcStatus s) {
     switch (s) {
-    case WcStatus::retry_exc_err:
-    case WcStatus::rnr_retry_exc_err:
-    case WcStatus::rem_inv_req_err:
-    case WcStatus::rem_access_err:
-    case WcStatus::rem_op_err:
-    case WcStatus::bad_resp_err: return ncclRemoteError;
-    default: return ncclSystemError;
+        case WcStatus::retry_exc_err:
+        case WcStatus::rnr_retry_exc_err:
+        case WcStatus::rem_inv_req_err:
+        case WcStatus::rem_access_err:
+        case WcStatus::rem_op_err:
+        case WcStatus::bad_resp_err: return ncclRemoteError;
+        default: return ncclSystemError;
     }
 }
 
@@ -178,8 +178,9 @@ void check_peer(Comm& c) {
         return;
     }
     if (now - c.peer_gone_ns >= kPeerGoneGraceNs)
-        c.fail(ncclRemoteError, "the peer closed its comm or exited (its connection socket is closed) while this "
-                                "comm still waited for it");
+        c.fail(ncclRemoteError,
+               "the peer closed its comm or exited (its connection socket is closed) while this "
+               "comm still waited for it");
 }
 
 ncclResult_t post_send(SendComm& c, void* data, std::size_t size, int tag, MrHandle* mh, Request** out) {

@@ -34,8 +34,8 @@ ncclResult_t net_isend(void* send_comm, void* data, std::size_t size, int tag, v
     return rc;
 }
 
-ncclResult_t net_irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, const int* tags,
-                       void** mhandles, void** request) {
+ncclResult_t net_irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, const int* tags, void** mhandles,
+                       void** request) {
     if (request == nullptr) return fail(ncclInvalidArgument, "irecv: NULL request pointer");
     *request = nullptr;
     RecvComm* c = as_recv_comm(recv_comm);
@@ -74,8 +74,9 @@ ncclResult_t net_test(void* request, int* done, int* sizes) {
     *done = 0;
     auto* r = static_cast<Request*>(request);
     if (r == nullptr || r->magic != kRequestMagic)
-        return fail(ncclInvalidArgument, "test: {} is not a request this plugin handed out (or was already "
-                                         "reported done)",
+        return fail(ncclInvalidArgument,
+                    "test: {} is not a request this plugin handed out (or was already "
+                    "reported done)",
                     request);
     Comm& c = *r->comm;
     const std::lock_guard lock(c.dev->mu);

@@ -18,8 +18,8 @@ namespace omrc::nccl {
 
 /// An IPv4 or IPv6 address and a port.
 struct SockAddr {
-    int family = 0;                 ///< AF_INET or AF_INET6
-    std::uint8_t addr[16] = {};     ///< IPv4: the first 4 bytes
+    int family = 0;              ///< AF_INET or AF_INET6
+    std::uint8_t addr[16] = {};  ///< IPv4: the first 4 bytes
     std::uint16_t port = 0;
     [[nodiscard]] std::string to_string() const;  ///< "1.2.3.4:5" / "[::1]:5"
 };

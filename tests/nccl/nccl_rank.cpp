@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
         while (Clock::now() < deadline) {
             st = allreduce_checked(*net, ring, rank, nranks, 1u << 20, &exact, deadline);
             if (!st.ok()) {
-                if (st.rc != ncclRemoteError && st.rc != ncclSystemError) return fail(rank, "unexpected " + describe(st));
+                if (st.rc != ncclRemoteError && st.rc != ncclSystemError)
+                    return fail(rank, "unexpected " + describe(st));
                 std::printf("rank %d: the dead peer surfaced as %s\n", rank, describe(st).c_str());
                 return 0;
             }

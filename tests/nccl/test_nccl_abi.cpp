@@ -124,7 +124,7 @@ TEST_CASE("init, devices and each version's properties", "[nccl_abi]") {
     const auto p12 = properties<ncclNet_v12_t, ncclNetProperties_v12_t>(static_cast<ncclNet_v12_t*>(pl.symbol(12)));
     check_v9(p12);
     CHECK(p12.maxMultiRequestSize == 1);
-    CHECK(p12.railId == 0);                  // NIC 0 of the host: rail 0
+    CHECK(p12.railId == 0);                   // NIC 0 of the host: rail 0
     CHECK(p12.planeId == NCCL_NET_ID_UNDEF);  // it sprays over its 4 planes
 }
 

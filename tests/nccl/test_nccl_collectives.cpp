@@ -53,20 +53,24 @@ TEST_CASE("ring allreduce over 4 rank threads is exact for every size", "[nccl_c
             std::vector<float> data(count), tmp(count / kRanks + 1);
             for (std::size_t i = 0; i < count; ++i) data[i] = allreduce_input(rank, i);
             Registered dm, tm;
-            res.status = register_buffer(*net, comms.send_next, comms.recv_prev, data.data(), count * sizeof(float), &dm);
+            res.status =
+                register_buffer(*net, comms.send_next, comms.recv_prev, data.data(), count * sizeof(float), &dm);
             if (res.status.ok())
-                res.status = register_buffer(*net, nullptr, comms.recv_prev, tmp.data(), tmp.size() * sizeof(float), &tm);
+                res.status =
+                    register_buffer(*net, nullptr, comms.recv_prev, tmp.data(), tmp.size() * sizeof(float), &tm);
             SliceOptions o;
             o.slice_bytes = 256 << 10;
             if (res.status.ok())
-                res.status = ring_allreduce(*net, comms, data.data(), dm, tmp.data(), tm, count, rank, kRanks, o, deadline);
+                res.status =
+                    ring_allreduce(*net, comms, data.data(), dm, tmp.data(), tm, count, rank, kRanks, o, deadline);
             deregister_buffer(*net, comms.send_next, comms.recv_prev, dm);
             deregister_buffer(*net, nullptr, comms.recv_prev, tm);
             for (std::size_t i = 0; i < count && res.status.ok(); ++i)
                 if (data[i] != allreduce_expected(kRanks, i)) {
                     res.exact = false;
                     res.failure = "count " + std::to_string(count) + ": element " + std::to_string(i) + " is " +
-                                  std::to_string(data[i]) + ", expected " + std::to_string(allreduce_expected(kRanks, i));
+                                  std::to_string(data[i]) + ", expected " +
+                                  std::to_string(allreduce_expected(kRanks, i));
                     break;
                 }
         }

@@ -26,8 +26,8 @@ InitRun run_init(const std::string& dir, std::map<std::string, std::string> env)
     for (const char* key : {"OMRC_NCCL_CONFIG", "OMRC_IBV_CONFIG", "OMRC_NCCL_DRIVER", "OMRC_NCCL_PLANES"})
         env.emplace(key, "");
     const std::string out = dir + "/init.out";
-    const pid_t pid = spawn({OMRC_NCCL_RANK_PATH, OMRC_NCCL_PLUGIN_PATH, dir, "0", "1", "init"},
-                            environment_with(env), out);
+    const pid_t pid =
+        spawn({OMRC_NCCL_RANK_PATH, OMRC_NCCL_PLUGIN_PATH, dir, "0", "1", "init"}, environment_with(env), out);
     InitRun r;
     if (pid < 0) return r;
     r.code = wait_all_processes({pid}, std::chrono::steady_clock::now() + std::chrono::seconds(30)).at(pid);
@@ -88,7 +88,8 @@ TEST_CASE("OMRC_IBV_CONFIG is read when OMRC_NCCL_CONFIG is not set", "[nccl_con
 TEST_CASE("a configuration that cannot be used makes init fail and says why", "[nccl_config]") {
     Dir dir;
     SECTION("an unknown key, named with the file and its line") {
-        const std::string cfg = dir.write("typo.toml", "[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\nplanez = 2\n");
+        const std::string cfg =
+            dir.write("typo.toml", "[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\nplanez = 2\n");
         const InitRun r = run_init(dir.path, {{"OMRC_NCCL_CONFIG", cfg}});
         INFO(r.output);
         CHECK(r.code == 2);

@@ -31,7 +31,7 @@ TEST_CASE("garbage or stale handles make connect fail, never crash", "[nccl_erro
         for (std::size_t byte : {0u, 4u, 6u, 7u, 24u, 25u, 32u, 60u, 127u}) {
             Handle h = good;
             h[byte] ^= 0xff;
-            if (byte == 24u || byte == 25u) h[24] = h[25] = 0;  // port 0
+            if (byte == 24u || byte == 25u) h[24] = h[25] = 0;              // port 0
             if (byte == 32u) std::fill(h.begin() + 32, h.begin() + 40, 0);  // nonce 0
             void* sc = nullptr;
             INFO("byte " << byte);

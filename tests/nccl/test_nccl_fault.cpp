@@ -82,8 +82,7 @@ struct RankState {
 
 }  // namespace
 
-TEST_CASE("planes fail and return in the middle of ring allreduces: every one completes exact",
-          "[nccl_fault_plane]") {
+TEST_CASE("planes fail and return in the middle of ring allreduces: every one completes exact", "[nccl_fault_plane]") {
     auto& fab = fabric();
     auto net0 = make_net(&ncclNetPlugin_v12, 12);
     REQUIRE(net0->init() == ncclSuccess);
@@ -111,14 +110,17 @@ TEST_CASE("planes fail and return in the middle of ring allreduces: every one co
             std::vector<float> data(kCount), tmp(kCount / kRanks + 1);
             Registered dm, tm;
             if (st.status.ok())
-                st.status = register_buffer(*net, comms.send_next, comms.recv_prev, data.data(), kCount * sizeof(float), &dm);
+                st.status =
+                    register_buffer(*net, comms.send_next, comms.recv_prev, data.data(), kCount * sizeof(float), &dm);
             if (st.status.ok())
-                st.status = register_buffer(*net, nullptr, comms.recv_prev, tmp.data(), tmp.size() * sizeof(float), &tm);
+                st.status =
+                    register_buffer(*net, nullptr, comms.recv_prev, tmp.data(), tmp.size() * sizeof(float), &tm);
             for (int it = 0; it < kIterations && st.status.ok(); ++it) {
                 for (std::size_t i = 0; i < kCount; ++i) data[i] = allreduce_input(rank + it, i);
                 SliceOptions o;
                 o.slice_bytes = 512 << 10;
-                st.status = ring_allreduce(*net, comms, data.data(), dm, tmp.data(), tm, kCount, rank, kRanks, o, deadline);
+                st.status =
+                    ring_allreduce(*net, comms, data.data(), dm, tmp.data(), tm, kCount, rank, kRanks, o, deadline);
                 for (std::size_t i = 0; i < kCount && st.status.ok(); ++i) {
                     float want = 0;
                     for (int r = 0; r < kRanks; ++r) want += allreduce_input(r + it, i);

@@ -45,30 +45,30 @@ TEST_CASE("connect and accept never block: NULL comms until both sides met, then
 
         // One message through this version's isend/irecv/test.
         {
-        Buf src(*net, sc, 200'000), dst(*net, rc, 200'000);
-        REQUIRE(src.reg == ncclSuccess);
-        REQUIRE(dst.reg == ncclSuccess);
-        for (std::size_t i = 0; i < src.bytes.size(); ++i) src.bytes[i] = pattern(static_cast<std::size_t>(v), i);
-        void* data = dst.data();
-        std::size_t size = dst.bytes.size();
-        int tag = v;
-        void* rreq = nullptr;
-        REQUIRE(net->irecv(rc, 1, &data, &size, &tag, &dst.mh, &rreq) == ncclSuccess);
-        REQUIRE(rreq != nullptr);
-        void* sreq = nullptr;
-        REQUIRE(isend_when_ready(*net, sc, src.data(), src.bytes.size(), tag, src.mh, &sreq, seconds_from_now(20)) ==
-                ncclSuccess);
-        REQUIRE(sreq != nullptr);
-        int done = 0, sizes[1] = {-1};
-        REQUIRE(test_until_done(*net, rreq, &done, sizes, seconds_from_now(20)) == ncclSuccess);
-        REQUIRE(done == 1);
-        CHECK(sizes[0] == 200'000);
-        REQUIRE(test_until_done(*net, sreq, &done, sizes, seconds_from_now(20)) == ncclSuccess);
-        REQUIRE(done == 1);
-        CHECK(sizes[0] == 200'000);
-        CHECK(dst.bytes == src.bytes);
-        // A request reported done is released: testing it again is an error.
-        CHECK(net->test(rreq, &done, sizes) == ncclInvalidArgument);
+            Buf src(*net, sc, 200'000), dst(*net, rc, 200'000);
+            REQUIRE(src.reg == ncclSuccess);
+            REQUIRE(dst.reg == ncclSuccess);
+            for (std::size_t i = 0; i < src.bytes.size(); ++i) src.bytes[i] = pattern(static_cast<std::size_t>(v), i);
+            void* data = dst.data();
+            std::size_t size = dst.bytes.size();
+            int tag = v;
+            void* rreq = nullptr;
+            REQUIRE(net->irecv(rc, 1, &data, &size, &tag, &dst.mh, &rreq) == ncclSuccess);
+            REQUIRE(rreq != nullptr);
+            void* sreq = nullptr;
+            REQUIRE(isend_when_ready(*net, sc, src.data(), src.bytes.size(), tag, src.mh, &sreq,
+                                     seconds_from_now(20)) == ncclSuccess);
+            REQUIRE(sreq != nullptr);
+            int done = 0, sizes[1] = {-1};
+            REQUIRE(test_until_done(*net, rreq, &done, sizes, seconds_from_now(20)) == ncclSuccess);
+            REQUIRE(done == 1);
+            CHECK(sizes[0] == 200'000);
+            REQUIRE(test_until_done(*net, sreq, &done, sizes, seconds_from_now(20)) == ncclSuccess);
+            REQUIRE(done == 1);
+            CHECK(sizes[0] == 200'000);
+            CHECK(dst.bytes == src.bytes);
+            // A request reported done is released: testing it again is an error.
+            CHECK(net->test(rreq, &done, sizes) == ncclInvalidArgument);
         }  // deregMr, before the comms close
 
         CHECK(net->close_send(sc) == ncclSuccess);
@@ -213,8 +213,7 @@ TEST_CASE("a multi-receive matches each send by its tag", "[nccl_p2p]") {
     REQUIRE(done == 1);
     for (int i = 0; i < kN; ++i) CHECK(sizes[i] == static_cast<int>(sent[i]));
     REQUIRE(wait_all(*net, sreqs, seconds_from_now(20)).ok());
-    for (int i = 0; i < 3; ++i)
-        CHECK(std::equal(sbuf[i], sbuf[i] + sent[i], static_cast<std::uint8_t*>(data[i])));
+    for (int i = 0; i < 3; ++i) CHECK(std::equal(sbuf[i], sbuf[i] + sent[i], static_cast<std::uint8_t*>(data[i])));
     // Bytes beyond what was sent are untouched.
     CHECK(dst.bytes[4000] == 0xee);
     CHECK(dst.bytes[8191] == 0xee);
@@ -269,7 +268,8 @@ TEST_CASE("a receive larger than its send reports the size sent; a larger send i
     ncclResult_t rc = ncclSuccess;
     void* req = nullptr;
     const auto deadline = seconds_from_now(20);
-    while (rc == ncclSuccess && req == nullptr && Clock::now() < deadline) rc = net->isend(p.send, src.data(), 1001, 0, src.mh, &req);
+    while (rc == ncclSuccess && req == nullptr && Clock::now() < deadline)
+        rc = net->isend(p.send, src.data(), 1001, 0, src.mh, &req);
     CHECK(rc == ncclInvalidUsage);
     CHECK(req == nullptr);
     CHECK(LogSink::instance().contains("1001 bytes"));

@@ -49,8 +49,8 @@ std::vector<pid_t> start_ranks(const std::string& dir, int nranks, const std::fu
     const auto env = environment_with(udp_env(dir, from_env));
     std::vector<pid_t> pids;
     for (int r = 0; r < nranks; ++r) {
-        std::vector<std::string> argv = {OMRC_NCCL_RANK_PATH, OMRC_NCCL_PLUGIN_PATH, dir, std::to_string(r),
-                                         std::to_string(nranks), scenario(r)};
+        std::vector<std::string> argv = {OMRC_NCCL_RANK_PATH, OMRC_NCCL_PLUGIN_PATH,  dir,
+                                         std::to_string(r),   std::to_string(nranks), scenario(r)};
         if (version) argv.push_back(std::to_string(version(r)));
         pids.push_back(spawn(argv, env));
     }
@@ -82,7 +82,8 @@ TEST_CASE("a rank process killed mid-job: the others get an error instead of han
     constexpr int kRanks = 3;
     const std::string dir = make_temp_dir("omrc-nccl-");
     REQUIRE(!dir.empty());
-    const auto pids = start_ranks(dir, kRanks, [](int r) { return std::string(r == kRanks - 1 ? "victim" : "survivor"); });
+    const auto pids =
+        start_ranks(dir, kRanks, [](int r) { return std::string(r == kRanks - 1 ? "victim" : "survivor"); });
     for (pid_t p : pids) REQUIRE(p > 0);
     // The victim took part in one allreduce; the survivors now wait for it.
     const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);

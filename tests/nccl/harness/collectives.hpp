@@ -25,7 +25,9 @@ struct Status {
     ncclResult_t rc = ncclSuccess;
     std::string what;
     [[nodiscard]] bool ok() const noexcept { return rc == ncclSuccess; }
-    static Status error(ncclResult_t rc, std::string what) { return {rc == ncclSuccess ? ncclSystemError : rc, std::move(what)}; }
+    static Status error(ncclResult_t rc, std::string what) {
+        return {rc == ncclSuccess ? ncclSystemError : rc, std::move(what)};
+    }
 };
 
 inline std::string describe(const Status& s) {
@@ -47,14 +49,18 @@ inline Status connect_accept(Net& net, int dev, Handle* peer_handle, void* liste
         if (need_send) {
             if (const ncclResult_t rc = net.connect(dev, peer_handle->data(), send_comm); rc != ncclSuccess)
                 return Status::error(rc, "connect");
-            if (*send_comm != nullptr) need_send = false;
-            else if (connect_polls != nullptr) ++*connect_polls;
+            if (*send_comm != nullptr)
+                need_send = false;
+            else if (connect_polls != nullptr)
+                ++*connect_polls;
         }
         if (need_recv) {
             if (const ncclResult_t rc = net.accept(listen_comm, recv_comm); rc != ncclSuccess)
                 return Status::error(rc, "accept");
-            if (*recv_comm != nullptr) need_recv = false;
-            else if (accept_polls != nullptr) ++*accept_polls;
+            if (*recv_comm != nullptr)
+                need_recv = false;
+            else if (accept_polls != nullptr)
+                ++*accept_polls;
         }
         std::this_thread::yield();
     }
@@ -127,12 +133,10 @@ struct Registered {
 inline Status register_buffer(Net& net, void* send_comm, void* recv_comm, void* data, std::size_t bytes,
                               Registered* out) {
     if (send_comm != nullptr)
-        if (const ncclResult_t rc = net.reg_mr(send_comm, data, bytes, NCCL_PTR_HOST, &out->send_mh);
-            rc != ncclSuccess)
+        if (const ncclResult_t rc = net.reg_mr(send_comm, data, bytes, NCCL_PTR_HOST, &out->send_mh); rc != ncclSuccess)
             return Status::error(rc, "regMr(send)");
     if (recv_comm != nullptr)
-        if (const ncclResult_t rc = net.reg_mr(recv_comm, data, bytes, NCCL_PTR_HOST, &out->recv_mh);
-            rc != ncclSuccess)
+        if (const ncclResult_t rc = net.reg_mr(recv_comm, data, bytes, NCCL_PTR_HOST, &out->recv_mh); rc != ncclSuccess)
             return Status::error(rc, "regMr(recv)");
     return {};
 }
@@ -152,10 +156,12 @@ struct SliceOptions {
 
 /// Sends [send, send+send_bytes) to the next rank while receiving
 /// recv_bytes from the previous one into recv, both in slices.
-inline Status exchange_step(Net& net, RingComms& c, const std::uint8_t* send, std::size_t send_bytes,
-                            void* send_mh, std::uint8_t* recv, std::size_t recv_bytes, void* recv_mh,
-                            const SliceOptions& o, Clock::time_point deadline) {
-    auto slices = [&](std::size_t bytes) { return std::max<std::size_t>(1, (bytes + o.slice_bytes - 1) / o.slice_bytes); };
+inline Status exchange_step(Net& net, RingComms& c, const std::uint8_t* send, std::size_t send_bytes, void* send_mh,
+                            std::uint8_t* recv, std::size_t recv_bytes, void* recv_mh, const SliceOptions& o,
+                            Clock::time_point deadline) {
+    auto slices = [&](std::size_t bytes) {
+        return std::max<std::size_t>(1, (bytes + o.slice_bytes - 1) / o.slice_bytes);
+    };
     const std::size_t ns = slices(send_bytes), nr = slices(recv_bytes);
     std::size_t sent = 0, recvd = 0, s_done = 0, r_done = 0;
     std::vector<void*> s_reqs, r_reqs;  // in flight
@@ -179,8 +185,8 @@ inline Status exchange_step(Net& net, RingComms& c, const std::uint8_t* send, st
             const std::size_t off = sent * o.slice_bytes;
             const std::size_t len = std::min(o.slice_bytes, send_bytes - std::min(send_bytes, off));
             void* req = nullptr;
-            if (const ncclResult_t rc = net.isend(c.send_next, const_cast<std::uint8_t*>(send) + std::min(off, send_bytes),
-                                                  len, 0, send_mh, &req);
+            if (const ncclResult_t rc = net.isend(
+                    c.send_next, const_cast<std::uint8_t*>(send) + std::min(off, send_bytes), len, 0, send_mh, &req);
                 rc != ncclSuccess)
                 return Status::error(rc, "isend");
             if (req == nullptr) break;  // the peer has not posted this receive yet
@@ -211,8 +217,8 @@ inline Status exchange_step(Net& net, RingComms& c, const std::uint8_t* send, st
 /// then n−1 all-gather steps. `tmp` holds count / nranks + 1 floats at least.
 /// data and tmp are registered: data on both ring comms, tmp on recv_prev.
 inline Status ring_allreduce(Net& net, RingComms& c, float* data, const Registered& data_mh, float* tmp,
-                             const Registered& tmp_mh, std::size_t count, int rank, int nranks,
-                             const SliceOptions& o, Clock::time_point deadline) {
+                             const Registered& tmp_mh, std::size_t count, int rank, int nranks, const SliceOptions& o,
+                             Clock::time_point deadline) {
     if (nranks == 1) return {};
     const auto n = static_cast<std::size_t>(nranks);
     auto begin = [&](std::size_t chunk) { return count * chunk / n; };
@@ -229,10 +235,10 @@ inline Status ring_allreduce(Net& net, RingComms& c, float* data, const Register
     }
     for (int s = 0; s < nranks - 1; ++s) {  // all-gather
         const std::size_t out = mod(rank + 1 - s), in = mod(rank - s);
-        Status st = exchange_step(net, c, reinterpret_cast<const std::uint8_t*>(data + begin(out)),
-                                  length(out) * sizeof(float), data_mh.send_mh,
-                                  reinterpret_cast<std::uint8_t*>(data + begin(in)), length(in) * sizeof(float),
-                                  data_mh.recv_mh, o, deadline);
+        Status st =
+            exchange_step(net, c, reinterpret_cast<const std::uint8_t*>(data + begin(out)), length(out) * sizeof(float),
+                          data_mh.send_mh, reinterpret_cast<std::uint8_t*>(data + begin(in)),
+                          length(in) * sizeof(float), data_mh.recv_mh, o, deadline);
         if (!st.ok()) return st;
     }
     return {};
@@ -240,7 +246,9 @@ inline Status ring_allreduce(Net& net, RingComms& c, float* data, const Register
 
 /// The input of rank r's allreduce, and the sum every rank must end with:
 /// small integers, so float sums are exact.
-inline float allreduce_input(int rank, std::size_t i) { return static_cast<float>((i * 7 + static_cast<std::size_t>(rank) * 13) % 1024); }
+inline float allreduce_input(int rank, std::size_t i) {
+    return static_cast<float>((i * 7 + static_cast<std::size_t>(rank) * 13) % 1024);
+}
 inline float allreduce_expected(int nranks, std::size_t i) {
     float s = 0;
     for (int r = 0; r < nranks; ++r) s += allreduce_input(r, i);
@@ -252,8 +260,8 @@ struct MeshComms {
     std::vector<void*> listen, send, recv;
 };
 
-inline Status mesh_connect(Net& net, int dev, int rank, int nranks, Exchange& ex, const std::string& tag,
-                           MeshComms* m, Clock::time_point deadline) {
+inline Status mesh_connect(Net& net, int dev, int rank, int nranks, Exchange& ex, const std::string& tag, MeshComms* m,
+                           Clock::time_point deadline) {
     const auto n = static_cast<std::size_t>(nranks);
     m->listen.assign(n, nullptr);
     m->send.assign(n, nullptr);
@@ -304,7 +312,8 @@ inline void mesh_close(Net& net, MeshComms& m) {
 }
 
 inline std::uint8_t a2a_byte(int from, int to, std::size_t i) {
-    return static_cast<std::uint8_t>((static_cast<std::size_t>(from) * 31 + static_cast<std::size_t>(to) * 17 + i * 13 + (i >> 8)) & 0xff);
+    return static_cast<std::uint8_t>(
+        (static_cast<std::size_t>(from) * 31 + static_cast<std::size_t>(to) * 17 + i * 13 + (i >> 8)) & 0xff);
 }
 
 /// All-to-all of `block` bytes per pair: rank r's block j goes to rank j,
@@ -344,7 +353,8 @@ inline Status all_to_all(Net& net, MeshComms& m, int rank, int nranks, std::size
     std::vector<bool> posted(n, false);
     std::size_t to_post = n - 1;
     while (st.ok() && to_post > 0) {
-        if (Clock::now() > deadline) st = Status::error(ncclSystemError, "all-to-all sends not posted before the deadline");
+        if (Clock::now() > deadline)
+            st = Status::error(ncclSystemError, "all-to-all sends not posted before the deadline");
         for (int j = 0; j < nranks && st.ok(); ++j) {
             if (j == rank || posted[j]) continue;
             void* req = nullptr;
@@ -361,8 +371,10 @@ inline Status all_to_all(Net& net, MeshComms& m, int rank, int nranks, std::size
         for (std::size_t i = 0; i < reqs.size() && st.ok(); ++i) {
             if (reqs[i] == nullptr) continue;
             int done = 0;
-            if (const ncclResult_t rc = net.test(reqs[i], &done, nullptr); rc != ncclSuccess) st = Status::error(rc, "test");
-            else if (done) reqs[i] = nullptr;
+            if (const ncclResult_t rc = net.test(reqs[i], &done, nullptr); rc != ncclSuccess)
+                st = Status::error(rc, "test");
+            else if (done)
+                reqs[i] = nullptr;
         }
         std::this_thread::yield();
     }

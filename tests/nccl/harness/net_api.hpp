@@ -84,8 +84,7 @@ public:
                                void** request) = 0;
     virtual ncclResult_t irecv(void* recv_comm, int n, void** data, const std::size_t* sizes, int* tags,
                                void** mhandles, void** request) = 0;
-    virtual ncclResult_t iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
-                                void** request) = 0;
+    virtual ncclResult_t iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request) = 0;
     virtual ncclResult_t test(void* request, int* done, int* sizes) = 0;
     virtual ncclResult_t close_send(void* send_comm) = 0;
     virtual ncclResult_t close_recv(void* recv_comm) = 0;
@@ -114,8 +113,10 @@ public:
     }
     ncclResult_t devices(int* ndev) override { return p_->devices(ndev); }
     ncclResult_t listen(int dev, void* handle, void** lc) override {
-        if constexpr (V >= 11) return p_->listen(ctx_, dev, handle, lc);
-        else return p_->listen(dev, handle, lc);
+        if constexpr (V >= 11)
+            return p_->listen(ctx_, dev, handle, lc);
+        else
+            return p_->listen(dev, handle, lc);
     }
     ncclResult_t connect(int dev, void* handle, void** sc) override {
         ncclNetDeviceHandle_v8_t* dev_comm = nullptr;
@@ -154,7 +155,8 @@ public:
             return p_->irecv(rc, n, data, s.data(), tags, mhs, req);
         } else {
             std::vector<std::size_t> s(sizes, sizes + (n > 0 ? n : 0));
-            if constexpr (V == 9) return p_->irecv(rc, n, data, s.data(), tags, mhs, req);
+            if constexpr (V == 9)
+                return p_->irecv(rc, n, data, s.data(), tags, mhs, req);
             else {
                 std::vector<void*> phandles(static_cast<std::size_t>(n > 0 ? n : 0), nullptr);
                 return p_->irecv(rc, n, data, s.data(), tags, mhs, phandles.data(), req);
@@ -177,12 +179,12 @@ private:
 /// Wraps the struct an ncclNetPlugin_v<version> symbol points at.
 inline std::unique_ptr<Net> make_net(void* symbol, int version) {
     switch (version) {
-    case 8: return std::make_unique<NetOf<ncclNet_v8_t, 8>>(static_cast<ncclNet_v8_t*>(symbol));
-    case 9: return std::make_unique<NetOf<ncclNet_v9_t, 9>>(static_cast<ncclNet_v9_t*>(symbol));
-    case 10: return std::make_unique<NetOf<ncclNet_v10_t, 10>>(static_cast<ncclNet_v10_t*>(symbol));
-    case 11: return std::make_unique<NetOf<ncclNet_v11_t, 11>>(static_cast<ncclNet_v11_t*>(symbol));
-    case 12: return std::make_unique<NetOf<ncclNet_v12_t, 12>>(static_cast<ncclNet_v12_t*>(symbol));
-    default: return nullptr;
+        case 8: return std::make_unique<NetOf<ncclNet_v8_t, 8>>(static_cast<ncclNet_v8_t*>(symbol));
+        case 9: return std::make_unique<NetOf<ncclNet_v9_t, 9>>(static_cast<ncclNet_v9_t*>(symbol));
+        case 10: return std::make_unique<NetOf<ncclNet_v10_t, 10>>(static_cast<ncclNet_v10_t*>(symbol));
+        case 11: return std::make_unique<NetOf<ncclNet_v11_t, 11>>(static_cast<ncclNet_v11_t*>(symbol));
+        case 12: return std::make_unique<NetOf<ncclNet_v12_t, 12>>(static_cast<ncclNet_v12_t*>(symbol));
+        default: return nullptr;
     }
 }
 
