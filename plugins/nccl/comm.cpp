@@ -76,19 +76,16 @@ void Comm::fail(ncclResult_t result, const std::string& reason) {
 }
 
 Comm* as_comm(void* p) noexcept {
-    if (p == nullptr) return nullptr;
-    auto* c = static_cast<Comm*>(p);
-    return c->magic == kSendCommMagic || c->magic == kRecvCommMagic ? c : nullptr;
+    const std::uint32_t m = magic_at(p);
+    return m == kSendCommMagic || m == kRecvCommMagic ? static_cast<Comm*>(p) : nullptr;
 }
 
 SendComm* as_send_comm(void* p) noexcept {
-    Comm* c = as_comm(p);
-    return c != nullptr && c->magic == kSendCommMagic ? static_cast<SendComm*>(c) : nullptr;
+    return magic_at(p) == kSendCommMagic ? static_cast<SendComm*>(static_cast<Comm*>(p)) : nullptr;
 }
 
 RecvComm* as_recv_comm(void* p) noexcept {
-    Comm* c = as_comm(p);
-    return c != nullptr && c->magic == kRecvCommMagic ? static_cast<RecvComm*>(c) : nullptr;
+    return magic_at(p) == kRecvCommMagic ? static_cast<RecvComm*>(static_cast<Comm*>(p)) : nullptr;
 }
 
 }  // namespace omrc::nccl

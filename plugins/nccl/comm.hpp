@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The objects behind NCCL's opaque pointers: comms, requests, memory
-// handles. Each starts with a magic number that the entry points check
+// handles (and listen comms, contexts). Each starts with a magic number —
+// its first member, at offset 0: none of these types has a virtual function
+// or a base with data before it — that the entry points read (magic_at)
 // before using a pointer NCCL passes back, so that a pointer of the wrong
-// kind (a recv comm given to isend, a request already released) is an
-// error rather than memory corruption.
+// kind (a recv comm given to isend, a request already released) is an error
+// rather than memory corruption.
 //
 // Everything here except the magic numbers is used with the device's mutex
 // held (device_table.hpp, "Threads").
@@ -17,6 +19,7 @@
 
 #include "device_table.hpp"
 #include "handshake.hpp"
+#include "magic.hpp"
 #include "protocol.hpp"
 
 namespace omrc::nccl {
@@ -29,6 +32,7 @@ inline constexpr std::uint32_t kMrMagic = 0x4f4d5248;          // "OMRH"
 inline constexpr std::uint32_t kDeadMagic = 0xdeadc0de;
 
 struct Comm;
+
 
 /// A request NCCL holds between isend/irecv and the test that reports it done.
 struct Request {
@@ -75,7 +79,9 @@ struct Comm {
     std::vector<Request*> free_requests;
 
     Comm(std::uint32_t kind, NetDevice* d, std::size_t pool);
-    virtual ~Comm();
+    /// Not virtual: a comm is always destroyed as the SendComm or RecvComm
+    /// it is (and a virtual table would move `magic` from offset 0).
+    ~Comm();
     /// Destroys the QP, the ring MR and the CQ (idempotent). Takes the
     /// device's mutex: never destroy a comm with it held. The derived
     /// destructors call it while the ring they own still exists.
@@ -111,7 +117,7 @@ struct SendComm final : Comm {
     std::uint32_t completed = 0;  ///< slots whose last WRITE_WITH_IMM completed
 
     explicit SendComm(NetDevice* d) : Comm(kSendCommMagic, d, std::size_t{kSlots} * kMaxRecvs) {}
-    ~SendComm() override { teardown(); }
+    ~SendComm() { teardown(); }
     SendComm(const SendComm&) = delete;
     SendComm& operator=(const SendComm&) = delete;
 };
@@ -124,7 +130,7 @@ struct RecvComm final : Comm {
     std::uint32_t landed = 0;  ///< messages whose completion arrived
 
     explicit RecvComm(NetDevice* d) : Comm(kRecvCommMagic, d, kSlots) {}
-    ~RecvComm() override { teardown(); }
+    ~RecvComm() { teardown(); }
     RecvComm(const RecvComm&) = delete;
     RecvComm& operator=(const RecvComm&) = delete;
 };

@@ -402,9 +402,9 @@ ncclResult_t net_connect(int dev, void* handle, void** send_comm) {
 ncclResult_t net_accept(void* listen_comm, void** recv_comm) {
     if (recv_comm == nullptr) return fail(ncclInvalidArgument, "accept: NULL recvComm pointer");
     *recv_comm = nullptr;
-    auto* l = static_cast<ListenComm*>(listen_comm);
-    if (l == nullptr || l->magic != kListenCommMagic)
+    if (magic_at(listen_comm) != kListenCommMagic)
         return fail(ncclInvalidArgument, "accept: {} is not a listen comm of this plugin", listen_comm);
+    auto* l = static_cast<ListenComm*>(listen_comm);
     const std::lock_guard lock(l->mu);
     RecvComm* c = nullptr;
     const ncclResult_t rc = accept_step(*l, &c);
@@ -413,10 +413,9 @@ ncclResult_t net_accept(void* listen_comm, void** recv_comm) {
 }
 
 ncclResult_t net_close_listen(void* listen_comm) {
-    auto* l = static_cast<ListenComm*>(listen_comm);
-    if (l == nullptr || l->magic != kListenCommMagic)
+    if (magic_at(listen_comm) != kListenCommMagic)
         return fail(ncclInvalidArgument, "closeListen: {} is not a listen comm of this plugin", listen_comm);
-    delete l;
+    delete static_cast<ListenComm*>(listen_comm);
     return ncclSuccess;
 }
 

@@ -49,9 +49,9 @@ ncclResult_t net_reg_mr_dmabuf(void* comm, void* data, std::size_t size, int typ
 }
 
 ncclResult_t net_dereg_mr(void* /*comm*/, void* mhandle) {
-    auto* mh = static_cast<MrHandle*>(mhandle);
-    if (mh == nullptr || mh->magic != kMrMagic)
+    if (magic_at(mhandle) != kMrMagic)
         return fail(ncclInvalidArgument, "deregMr: {} is not a memory handle of this plugin", mhandle);
+    auto* mh = static_cast<MrHandle*>(mhandle);
     mh->magic = kDeadMagic;
     if (mh->mr) {
         const std::lock_guard lock(mh->dev->mu);

@@ -23,7 +23,7 @@
  *   v12  the virtual NIC holds up to 8 devices; properties gain railId and
  *        planeId
  *
- * Plain C (C99 and later) and C++. The static assertions at the end check
+ * Plain C (C11 and later) and C++. The static assertions at the end check
  * the offsets on LP64 targets (x86_64, aarch64), the only ones NCCL runs on. */
 #ifndef OMRC_NCCL_NET_ABI_H
 #define OMRC_NCCL_NET_ABI_H

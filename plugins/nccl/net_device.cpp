@@ -7,6 +7,7 @@
 #include "core.hpp"
 #include "device_table.hpp"
 #include "log.hpp"
+#include "magic.hpp"
 
 namespace omrc::nccl {
 
@@ -76,8 +77,7 @@ ncclResult_t net_context_create(std::uint64_t comm_id, int traffic_class, void**
 }
 
 ncclResult_t net_context_check(void* ctx) {
-    const auto* c = static_cast<const Context*>(ctx);
-    if (c == nullptr || c->magic != kContextMagic)
+    if (magic_at(ctx) != kContextMagic)
         return fail(ncclInvalidArgument, "{} is not a context this plugin's init returned", ctx);
     return ncclSuccess;
 }

@@ -13,8 +13,7 @@ namespace omrc::nccl {
 namespace {
 
 MrHandle* as_mr(void* p) {
-    auto* mh = static_cast<MrHandle*>(p);
-    return mh != nullptr && mh->magic == kMrMagic ? mh : nullptr;
+    return magic_at(p) == kMrMagic ? static_cast<MrHandle*>(p) : nullptr;
 }
 
 }  // namespace
@@ -72,12 +71,12 @@ ncclResult_t net_iflush(void* recv_comm, int n, void** /*data*/, const int* /*si
 ncclResult_t net_test(void* request, int* done, int* sizes) {
     if (done == nullptr) return fail(ncclInvalidArgument, "test: NULL done pointer");
     *done = 0;
-    auto* r = static_cast<Request*>(request);
-    if (r == nullptr || r->magic != kRequestMagic)
+    if (magic_at(request) != kRequestMagic)
         return fail(ncclInvalidArgument,
                     "test: {} is not a request this plugin handed out (or was already "
                     "reported done)",
                     request);
+    auto* r = static_cast<Request*>(request);
     Comm& c = *r->comm;
     const std::lock_guard lock(c.dev->mu);
     if (!r->done && c.error == ncclSuccess) progress_comm(c);

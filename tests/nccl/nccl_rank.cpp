@@ -93,6 +93,13 @@ int main(int argc, char** argv) {
     FileExchange ex(dir);
     const auto deadline = Clock::now() + std::chrono::seconds(45);
     RingComms ring;
+    // Whichever way main returns, the comms are closed first (as NCCL closes
+    // them when a communicator is destroyed, failed or not).
+    struct Closer {
+        Net& net;
+        RingComms& ring;
+        ~Closer() { ring_close(net, ring); }
+    } closer{*net, ring};
     Status st = ring_connect(*net, 0, rank, nranks, ex, "job", &ring, deadline);
     if (!st.ok()) return fail(rank, "ring: " + describe(st));
     bool exact = false;

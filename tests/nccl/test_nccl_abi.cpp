@@ -9,6 +9,8 @@
 
 using namespace omrc::nccl::test;
 
+extern "C" std::size_t omrc_nccl_abi_c_layout(std::size_t* out, std::size_t max);
+
 namespace {
 
 /// Entry points every version must fill (NCCL calls them unconditionally),
@@ -145,4 +147,21 @@ TEST_CASE("v11+ contexts: init hands one out, a foreign one is refused", "[nccl_
     CHECK(lc == nullptr);
     CHECK(s->finalize(foreign) == ncclInvalidArgument);
     CHECK(s->finalize(ctx) == ncclSuccess);
+}
+
+TEST_CASE("nccl_net_abi.h lays its structs out the same in C and in C++", "[nccl_abi]") {
+    std::size_t c[32] = {};
+    const std::size_t n = omrc_nccl_abi_c_layout(c, std::size(c));
+    const std::size_t cpp[] = {
+        sizeof(ncclNetProperties_v8_t),  sizeof(ncclNetProperties_v9_t),  sizeof(ncclNetProperties_v10_t),
+        sizeof(ncclNetProperties_v11_t), sizeof(ncclNetProperties_v12_t), sizeof(ncclNet_v8_t),
+        sizeof(ncclNet_v9_t),            sizeof(ncclNet_v10_t),           sizeof(ncclNet_v11_t),
+        sizeof(ncclNet_v12_t),           offsetof(ncclNetProperties_v12_t, planeId),
+        offsetof(ncclNet_v11_t, finalize), sizeof(ncclNetAttr_v12_t),     sizeof(ncclNetDeviceHandle_v12_t),
+    };
+    REQUIRE(n == std::size(cpp));
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("entry " << i);
+        CHECK(c[i] == cpp[i]);
+    }
 }

@@ -330,7 +330,7 @@ inline Status all_to_all(Net& net, MeshComms& m, int rank, int nranks, std::size
     Status st;
     for (int j = 0; j < nranks && st.ok(); ++j) {
         if (j == rank) {
-            std::memcpy(out.data() + j * block, in.data() + j * block, block);
+            if (block != 0) std::memcpy(out.data() + j * block, in.data() + j * block, block);
             continue;
         }
         st = register_buffer(net, m.send[j], nullptr, in.data() + j * block, block, &in_mh[j]);
