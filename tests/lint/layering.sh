@@ -21,6 +21,8 @@ declare -A allowed=(
   [lib/capi]="capi log omrc"
   # libibverbs.so.1 (docs/IBVERBS.md): the public API and the logger, like the C API.
   [lib/ibverbs]="ibverbs log omrc"
+  # The NCCL net plugin (docs/NCCL.md): the public API and the logger.
+  [plugins/nccl]="log omrc"
   # The simulator is no runtime driver: it hosts engines and needs no driver interface.
   [drivers/sim]="drivers/NAME core routing wire"
 )
