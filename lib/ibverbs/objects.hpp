@@ -11,7 +11,7 @@
 // (one-sided WRITE targets never do). So every Context has a mutex that each
 // entry point touching the Device holds, and a progress thread that runs
 // Device::progress() under it whenever the program has not progressed the
-// device itself very recently (poll_cq and post_send progress inline).
+// device through its own data-path calls (poll_cq progresses inline).
 #pragma once
 
 #include <infiniband/verbs.h>
