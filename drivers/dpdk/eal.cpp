@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_log.h>
 
 #include "log/log.hpp"
 
@@ -107,6 +109,14 @@ int ensure_eal(const std::vector<std::string>& args) {
         for (const std::string& a : args) joined += a + " ";
         log::logger().error("dpdk: rte_eal_init({}) failed: {}", joined, rte_strerror(err));
         return err != 0 ? err : EINVAL;
+    }
+    if (rc >= 0) {
+        // Our own EAL logs to stderr only. Its default stream also writes to
+        // syslog, and a PMD thread logging there while the process exits
+        // (memif: the peer went away) deadlocks in glibc: the exiting thread
+        // flushes that stream under the stdio list lock, and needs syslog's
+        // lock, which the PMD thread holds while it needs the list lock.
+        (void)rte_openlog_stream(stderr);
     }
     if (rc < 0) {
         log::logger().info("dpdk: the EAL was initialised by the application; attaching to it");

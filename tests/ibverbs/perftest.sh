@@ -83,11 +83,11 @@ rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/lat_all.client" | wc -l)
 
 # ---- omrc-perf over the same configuration file ----
 port=$(free_port)
-"$perf" write_bw --config "$cfg" --device omrc0 -p "$port" >"$work/perf.server" 2>&1 &
+timeout 120 "$perf" write_bw --config "$cfg" --device omrc0 -p "$port" >"$work/perf.server" 2>&1 &
 spid=$!
 pids+=("$spid")
 sleep 0.5
-"$perf" write_bw --config "$cfg" --device omrc1 -p "$port" -s 65536 -n 2000 --report_gbits localhost \
+timeout 120 "$perf" write_bw --config "$cfg" --device omrc1 -p "$port" -s 65536 -n 2000 --report_gbits localhost \
   >"$work/perf.client" 2>&1 || { cat "$work/perf.client" "$work/perf.server"; fail "omrc-perf write_bw failed"; }
 wait "$spid" || fail "omrc-perf server failed"
 ibv=$(awk '$1 == 65536 {print $4}' "$work/bw_all.client")
