@@ -5,7 +5,8 @@
 # compatibility @), every version node, and nothing else.
 set -euo pipefail
 ours=$1
-sys=${2:-$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ {print $NF; exit}')}
+# (awk reads all of ldconfig's output: an early exit would kill it with SIGPIPE under pipefail)
+sys=${2:-$(ldconfig -p | awk '/libibverbs\.so\.1 .*x86-64/ && !found {print $NF; found = 1}')}
 [[ -n $sys && -e $sys ]] || { echo "SKIP: no system libibverbs.so.1"; exit 77; }
 exports() { nm -D --defined-only "$1" | awk '{print $2, $3}' | sed 's/^[TBDRWV] /F /' | sort; }
 diff <(exports "$sys") <(exports "$ours") && {
