@@ -17,7 +17,7 @@ void set_nccl_logger(ncclDebugLogger_t logger) noexcept {
     if (logger != nullptr) g_nccl_logger.store(logger, std::memory_order_release);
 }
 
-void log_line(Level level, const std::string& text, const std::source_location& where) noexcept {
+void log_line(Level level, const std::string& text, Where where) noexcept {
     try {
         auto& omrc_log = omrc::log::logger();
         switch (level) {
@@ -32,7 +32,7 @@ void log_line(Level level, const std::string& text, const std::source_location& 
         const ncclDebugLogLevel l = level == Level::warn   ? NCCL_LOG_WARN
                                     : level == Level::info ? NCCL_LOG_INFO
                                                            : NCCL_LOG_TRACE;
-        nccl_log(l, NCCL_NET, where.file_name(), static_cast<int>(where.line()), "NET/OpenMRC : %s", text.c_str());
+        nccl_log(l, NCCL_NET, where.file, where.line, "NET/OpenMRC : %s", text.c_str());
     }
 }
 

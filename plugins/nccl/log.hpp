@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <source_location>
 #include <string>
 
 #include "nccl_net_abi.h"
@@ -21,9 +20,16 @@ void set_nccl_logger(ncclDebugLogger_t logger) noexcept;
 
 enum class Level { warn, info, debug };
 
+/// A caller's file and line for NCCL's logger. (Not std::source_location:
+/// clang 14 with libstdc++ 12 lacks it; __builtin_FILE/LINE as default
+/// arguments give the same, evaluated where the call is.)
+struct Where {
+    const char* file = __builtin_FILE();
+    int line = __builtin_LINE();
+};
+
 /// Writes one line. `where` names the caller's file and line for NCCL.
-void log_line(Level level, const std::string& text,
-              const std::source_location& where = std::source_location::current()) noexcept;
+void log_line(Level level, const std::string& text, Where where = {__builtin_FILE(), __builtin_LINE()}) noexcept;
 
 /// fmt-formatted warning; returns `result` so that a failure reads
 ///   return fail(ncclInvalidArgument, "isend: size {} exceeds {}", size, max);
