@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <string_view>
+#include <type_traits>
 
 namespace omrc::capi {
 
@@ -65,6 +66,16 @@ static_assert(sizeof(DeviceAddress::addr) == sizeof(omrc_device_address::addr) &
 
 namespace {
 
+/// The integer a C enum field holds, read without loading it as the enum:
+/// a C caller may store any int there, and loading a value outside the
+/// enumerators as the enum type is undefined in C++ (UBSan's -fsanitize=enum).
+template <class E>
+int raw(const E& e) noexcept {
+    std::underlying_type_t<E> v;
+    std::memcpy(&v, &e, sizeof v);
+    return static_cast<int>(v);
+}
+
 bool valid_state(int s) {
     return s == OMRC_QPS_RESET || s == OMRC_QPS_INIT || s == OMRC_QPS_RTR || s == OMRC_QPS_RTS || s == OMRC_QPS_ERR;
 }
@@ -89,14 +100,14 @@ int from_c(const omrc_device_options& in, DeviceOptions& out, std::string& why) 
             return EINVAL;
         }
     }
-    if (in.frame_mode != OMRC_FRAME_PLAIN && in.frame_mode != OMRC_FRAME_SRV6) {
-        why = fmt::format("frame_mode {} is neither OMRC_FRAME_PLAIN nor OMRC_FRAME_SRV6",
-                          static_cast<int>(in.frame_mode));
+    const int frame_mode = raw(in.frame_mode);
+    if (frame_mode != OMRC_FRAME_PLAIN && frame_mode != OMRC_FRAME_SRV6) {
+        why = fmt::format("frame_mode {} is neither OMRC_FRAME_PLAIN nor OMRC_FRAME_SRV6", frame_mode);
         return EINVAL;
     }
     out.planes = in.planes;
     std::copy(std::begin(in.local_addr), std::end(in.local_addr), out.local_addr.begin());
-    out.frame_mode = static_cast<FrameMode>(in.frame_mode);
+    out.frame_mode = static_cast<FrameMode>(frame_mode);
     out.fabric = {in.fabric.usid_block, in.fabric.planes, in.fabric.t0_per_plane, in.fabric.t1_per_plane,
                   in.fabric.hosts_per_t0};
     out.local_host = in.local_host;
@@ -154,8 +165,9 @@ omrc_cc_config to_c(const CcConfig& c) noexcept {
 }
 
 int from_c(const omrc_cc_config& in, CcConfig& out) noexcept {
-    if (in.algorithm != OMRC_CC_FIXED && in.algorithm != OMRC_CC_NSCC) return EINVAL;
-    out.algorithm = static_cast<CcAlgorithm>(in.algorithm);
+    const int algorithm = raw(in.algorithm);
+    if (algorithm != OMRC_CC_FIXED && algorithm != OMRC_CC_NSCC) return EINVAL;
+    out.algorithm = static_cast<CcAlgorithm>(algorithm);
     out.fixed_window_bytes = in.fixed_window_bytes;
     out.base_rtt_ns = in.base_rtt_ns;
     out.link_rate_bps = in.link_rate_bps;
@@ -181,12 +193,12 @@ int from_c(const omrc_qp_attr& in, std::uint32_t mask, QpAttr& out) noexcept {
     // Enum fields are read only where the mask selects them: an unselected
     // field may hold anything, as in ibverbs.
     if (mask & OMRC_QP_STATE) {
-        if (!valid_state(in.qp_state)) return EINVAL;
-        out.qp_state = static_cast<QpState>(in.qp_state);
+        if (!valid_state(raw(in.qp_state))) return EINVAL;
+        out.qp_state = static_cast<QpState>(raw(in.qp_state));
     }
     if (mask & OMRC_QP_PATH) {
-        if (!valid_policy(in.path_policy) || in.peer.planes > OMRC_MAX_PLANES) return EINVAL;
-        out.path_policy = static_cast<PathPolicy>(in.path_policy);
+        if (!valid_policy(raw(in.path_policy)) || in.peer.planes > OMRC_MAX_PLANES) return EINVAL;
+        out.path_policy = static_cast<PathPolicy>(raw(in.path_policy));
     }
     if ((mask & OMRC_QP_CC) && from_c(in.cc, out.cc) != 0) return EINVAL;
     out.qp_access_flags = in.qp_access_flags;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The C API's queue pairs: creation, state changes, posting work requests.
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -116,7 +117,10 @@ int omrc_qp_post_send(struct omrc_qp* qp, const struct omrc_send_wr* wrs, size_t
         std::size_t sges = 0;
         for (; valid < n; ++valid) {
             const omrc_send_wr& w = wrs[valid];
-            if ((w.opcode != OMRC_WR_RDMA_WRITE && w.opcode != OMRC_WR_RDMA_WRITE_WITH_IMM) ||
+            int opcode = 0;  // read as an int: a C caller may store any value (UBSan's -fsanitize=enum)
+            static_assert(sizeof opcode == sizeof w.opcode);
+            std::memcpy(&opcode, &w.opcode, sizeof opcode);
+            if ((opcode != OMRC_WR_RDMA_WRITE && opcode != OMRC_WR_RDMA_WRITE_WITH_IMM) ||
                 !sges_readable(w.sg_list, w.num_sge))
                 break;
             sges += w.num_sge;
