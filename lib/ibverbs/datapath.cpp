@@ -62,8 +62,6 @@ private:
     Context& c_;
 };
 
-/// Program-side progress (poll_cq, the ibv_qp_ex builder's complete).
-std::size_t progress_inline(Context& c) { return c.progress_locked(); }
 
 int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
     Qp& q = *reinterpret_cast<Qp*>(qp);
@@ -154,7 +152,7 @@ int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc) {
     Context& c = *to_ctx(cq->context);
     const ProgramCall call(c);
     std::lock_guard g(c.mu);
-    if (q.ocq->size() < static_cast<std::size_t>(num_entries)) progress_inline(c);
+    if (q.ocq->size() < static_cast<std::size_t>(num_entries)) c.progress_locked();
     int done = 0;
     thread_local Wc buf[64];  // built once per thread, not at every poll
     while (done < num_entries) {
@@ -296,7 +294,7 @@ int wr_complete(ibv_qp_ex* x) {
     std::lock_guard g(q.ctx->mu);
     const int rc = wrs.empty() ? 0 : q.oqp->post_send(wrs);
     b.wrs.clear();
-    progress_inline(*q.ctx);
+    q.ctx->progress_locked();
     return rc;
 }
 

@@ -151,11 +151,7 @@ void stop_progress(Context& c);
 void to_ibv_wc(const Wc& in, ibv_wc* out);
 std::uint64_t monotonic_ns();
 
-/// errno-style helpers: set errno and return the value.
-inline int fail(int e) {
-    errno = e;
-    return e;
-}
+/// Sets errno and returns nullptr (ibverbs' convention for calls that return objects).
 template <typename T>
 T* fail_null(int e) {
     errno = e;
