@@ -317,6 +317,9 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         if (qp->sq_unsegmented == 0) {
             qp->seg_msg = slot;
             qp->seg_offset = 0;
+            // Nothing left to send before this message: a new burst starts a
+            // fresh path rotation (PathSet::begin_burst).
+            if (qp->resend.empty()) qp->paths.begin_burst(rng_);
         }
         ++qp->sq_count;
         ++qp->sq_unsegmented;

@@ -91,6 +91,13 @@ void PathSet::new_rotation(Rng& rng) noexcept {
     }
 }
 
+void PathSet::begin_burst(Rng& rng) noexcept {
+    if (policy_ == PathPolicy::ecmp || cursor_ == 0) return;
+    cursor_ = 0;
+    ++rotation_;  // ends SKIP marks of the rotation cut short, as its natural end would
+    new_rotation(rng);
+}
+
 int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
     const auto n = static_cast<std::uint32_t>(slots_.size());
     if (policy_ == PathPolicy::ecmp) {

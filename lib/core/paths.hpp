@@ -107,6 +107,14 @@ public:
     /// start together do not stay in phase on the same paths.
     int select(std::uint32_t plane_mask, Rng& rng) noexcept;
 
+    /// A burst begins (work posted to a QP that had nothing left to send):
+    /// the rotation in progress ends and a fresh one starts, so the burst is
+    /// spread over planes and T1s as evenly as its packet count allows (per
+    /// plane counts within one of each other), as a new QP's first burst is.
+    /// Continuing mid-rotation would start the burst mid-way through the
+    /// plane cycle and can leave one plane a packet more than the others.
+    void begin_burst(Rng& rng) noexcept;
+
     [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
     EvSlot& slot(std::size_t i) noexcept { return slots_[i]; }
     const EvSlot& slot(std::size_t i) const noexcept { return slots_[i]; }
