@@ -52,18 +52,24 @@ TEST_CASE("figure_d_goal__link_flaps_cost_at_most_two_percent", "[sim]") {
     CHECK(slowdown <= 1.02);
 }
 
-TEST_CASE("figure_b_goal__t1_loss_steps_and_last_drop", "[sim][!mayfail]") {
-    // Measured (seed 3): during 1.033, after 1.022, last drop 51.2 µs (of
-    // the goals 1.02, 1.01, 50 µs). The "after" excess appears after any
-    // loss episode, with the spray policy too and for a zero-length outage:
-    // its cause is not found yet (docs/SIMULATOR.md §5).
+TEST_CASE("figure_b_goal__t1_loss_steps", "[sim]") {
+    // Measured (seed 3): during 1.019, after 1.0005 (goals 1.02, 1.01). The
+    // after excess was 1.022 until a burst posted to an idle QP started a
+    // fresh path rotation (PathSet::begin_burst, docs/SIMULATOR.md §5 (b)).
     const nlohmann::json j = run_file("t1_loss_allreduce");
     const double during = ratio(j, "step_mean_during_us", "step_mean_before_us");
     const double after = ratio(j, "step_mean_after_us", "step_mean_before_us");
-    INFO("during/before " << during << ", after/before " << after << ", last drop "
-                          << j["dead_path_last_drop_us"].get<double>() << " µs");
+    INFO("during/before " << during << ", after/before " << after);
     CHECK(during <= 1.02);
     CHECK(after <= 1.01);
+}
+
+TEST_CASE("figure_b_goal__t1_loss_last_drop", "[sim][!mayfail]") {
+    // Measured (seed 3): 58.0 µs (goal 50): one sender with nothing in flight
+    // through the dead T1 when it failed loses four frames on its slot there
+    // in the next step before send-order detection retires it (docs/SIMULATOR.md §5 (b)).
+    const nlohmann::json j = run_file("t1_loss_allreduce");
+    INFO("last drop " << j["dead_path_last_drop_us"].get<double>() << " µs");
     CHECK(j["dead_path_last_drop_us"].get<double>() <= 50.0);
 }
 
