@@ -5,12 +5,18 @@
 # omrc-perf against each other on this machine:
 #   make_config.sh udp   OUT.toml DIR   two udp devices on [::1], 4 planes, free port blocks
 #   make_config.sh memif OUT.toml DIR   two DPDK net_memif devices, 2 planes, sockets in DIR (root)
+# Both devices get min_ev_timeout_ns = $OMRC_MIN_EV_TIMEOUT_NS (default 4 ms):
+# their endpoints share this machine's cores with the other side and every
+# other process, and a descheduled endpoint stalls for a scheduler slice
+# (docs/CONFIG.md); the engine's default of 20 us would resend everything in
+# flight at every such stall.
 # Exit 77 when the medium is not available here.
 set -euo pipefail
 medium=$1
 cfg=$2
 dir=$3
 tag=$$
+min_ev_timeout_ns=${OMRC_MIN_EV_TIMEOUT_NS:-4000000}
 free_block() {  # 4 planes × 16 consecutive UDP ports, aligned to 16, all free on ::1
   python3 - <<'EOF'
 import random, socket
@@ -37,6 +43,7 @@ case $medium in
 [defaults]
 driver = "udp"
 planes = 4
+min_ev_timeout_ns = $min_ev_timeout_ns
 
 [[device]]
 name = "omrc0"
@@ -57,6 +64,9 @@ EOF
     mac_c0=02:4d:00:00:00:02; mac_c1=02:4d:00:00:01:02
     cat >"$cfg" <<EOF
 # Two OpenMRC devices on DPDK net_memif, 2 planes each (a memif pair per plane).
+[defaults]
+min_ev_timeout_ns = $min_ev_timeout_ns
+
 [[device]]
 name = "omrc0"
 driver = "dpdk"

@@ -285,6 +285,7 @@ struct omrc_device_options {
     uint32_t ack_every_pkts;     /* 1..64 */
     uint64_t ack_delay_ns;
     uint64_t ev_timeout_ns;
+    uint64_t min_ev_timeout_ns;  /* floor of the measured EV timeout */
     uint64_t probe_interval_ns;
     uint32_t probe_successes_to_restore;
     uint32_t ev_track_depth;

@@ -316,6 +316,12 @@ struct DeviceOptions {
     std::uint32_t ack_every_pkts = 16;
     std::uint64_t ack_delay_ns = 2'000;
     std::uint64_t ev_timeout_ns = 200'000;      ///< an EV whose oldest packet is older has failed
+    /// Floor of the EV timeout once RTTs are measured (the timeout is
+    /// max(this, 2 · max RTT + reorder window)). The default suits a NIC or
+    /// a dedicated core; endpoints on time-shared cores (software drivers on
+    /// a busy host) see stalls of a scheduler slice, milliseconds, that no
+    /// RTT sample predicts, and want a floor above it.
+    std::uint64_t min_ev_timeout_ns = 20'000;
     std::uint64_t probe_interval_ns = 50'000;   ///< probe period of an ASSUMED_BAD EV
     std::uint32_t probe_successes_to_restore = 3;
     std::uint32_t ev_track_depth = 16;          ///< packets tracked per EV for loss inference

@@ -117,6 +117,7 @@ int from_c(const omrc_device_options& in, DeviceOptions& out, std::string& why) 
     out.ack_every_pkts = in.ack_every_pkts;
     out.ack_delay_ns = in.ack_delay_ns;
     out.ev_timeout_ns = in.ev_timeout_ns;
+    out.min_ev_timeout_ns = in.min_ev_timeout_ns;
     out.probe_interval_ns = in.probe_interval_ns;
     out.probe_successes_to_restore = in.probe_successes_to_restore;
     out.ev_track_depth = in.ev_track_depth;

@@ -32,6 +32,7 @@ void omrc_device_options_init(struct omrc_device_options* o) {
         c.ack_every_pkts = d.ack_every_pkts;
         c.ack_delay_ns = d.ack_delay_ns;
         c.ev_timeout_ns = d.ev_timeout_ns;
+        c.min_ev_timeout_ns = d.min_ev_timeout_ns;
         c.probe_interval_ns = d.probe_interval_ns;
         c.probe_successes_to_restore = d.probe_successes_to_restore;
         c.ev_track_depth = d.ev_track_depth;

@@ -295,6 +295,7 @@ bool read_device(Errors& e, const std::string& path, const toml::table& t, Devic
         number("ack_every_pkts", o.ack_every_pkts, 1, 64),
         number("ack_delay_ns", o.ack_delay_ns, 0, kMaxTimerNs),
         number("ev_timeout_ns", o.ev_timeout_ns, 1, kMaxTimerNs),
+        number("min_ev_timeout_ns", o.min_ev_timeout_ns, 1, kMaxTimerNs),
         number("probe_interval_ns", o.probe_interval_ns, 1, kMaxTimerNs),
         number("probe_successes_to_restore", o.probe_successes_to_restore, 1, 1024),
         number("ev_track_depth", o.ev_track_depth, 1, 65536),

@@ -35,6 +35,10 @@ namespace {
 constexpr std::uint64_t kStandBackBeforeSleepNs = 100'000;
 constexpr std::uint64_t kStandBackSleepMinNs = 20'000;
 constexpr std::uint64_t kStandBackSleepMaxNs = 1'000'000;
+/// Empty passes spin this long before the thread starts yielding: under load
+/// the device's receive ring is empty for moments between bursts, and a yield
+/// is a system call (several µs in a VM) while frames pile up behind it.
+constexpr std::uint64_t kSpinBeforeYieldNs = 20'000;
 /// After this long without any work the thread sleeps between passes.
 constexpr std::uint64_t kIdleBeforeSleepNs = 50'000'000;
 constexpr std::uint64_t kIdleSleepNs = 200'000;
@@ -113,9 +117,9 @@ void progress_main(Context* c) {
         } else if (now - last_work > kIdleBeforeSleepNs) {
             const timespec ts{0, static_cast<long>(kIdleSleepNs)};
             nanosleep(&ts, nullptr);
-        } else {
-            // Nothing to do: let a thread of the program that shares this core
-            // (ib_write_lat spins on its buffer) run.
+        } else if (now - last_work > kSpinBeforeYieldNs) {
+            // Nothing to do for a while: let a thread of the program that
+            // shares this core (ib_write_lat spins on its buffer) run.
             std::this_thread::yield();
         }
     }

@@ -168,6 +168,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     ec.ack_every_pkts = options.ack_every_pkts;
     ec.ack_delay_ns = options.ack_delay_ns;
     ec.ev_timeout_ns = options.ev_timeout_ns;
+    ec.min_ev_timeout_ns = options.min_ev_timeout_ns;
     ec.probe_interval_ns = options.probe_interval_ns;
     ec.probe_successes_to_restore = options.probe_successes_to_restore;
     ec.ev_track_depth = options.ev_track_depth;

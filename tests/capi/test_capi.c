@@ -189,6 +189,7 @@ static void test_defaults(void) {
     CHECK_EQ(o.ack_every_pkts, 16);
     CHECK_EQ(o.ack_delay_ns, 2000);
     CHECK_EQ(o.ev_timeout_ns, 200000);
+    CHECK_EQ(o.min_ev_timeout_ns, 20000);
     CHECK_EQ(o.probe_interval_ns, 50000);
     CHECK_EQ(o.probe_successes_to_restore, 3);
     CHECK_EQ(o.ev_track_depth, 16);

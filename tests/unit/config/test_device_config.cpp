@@ -149,6 +149,7 @@ verify_icrc = false
 ack_every_pkts = 64
 ack_delay_ns = 0
 ev_timeout_ns = 4_000_000
+min_ev_timeout_ns = 2_000_000
 probe_interval_ns = 1_000_000
 probe_successes_to_restore = 5
 ev_track_depth = 64
@@ -207,6 +208,7 @@ max_window_bdp = 2
     CHECK(o.ack_every_pkts == 64);
     CHECK(o.ack_delay_ns == 0);
     CHECK(o.ev_timeout_ns == 4'000'000);
+    CHECK(o.min_ev_timeout_ns == 2'000'000);
     CHECK(o.probe_interval_ns == 1'000'000);
     CHECK(o.probe_successes_to_restore == 5);
     CHECK(o.ev_track_depth == 64);
