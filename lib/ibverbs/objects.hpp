@@ -144,6 +144,9 @@ struct Qp {
 std::vector<DeviceEntry*>& device_entries();  ///< loaded once (device_list.cpp)
 void fill_context_ops(Context& c);            ///< ibv_context_ops and verbs_context ops (datapath.cpp)
 void fill_resource_ops(Context& c);           ///< verbs_context's create_qp_ex (resources.cpp)
+/// OMRC_IBV_STATS=PREFIX: writes the device's stats_json() when a QP is
+/// destroyed (resources.cpp; caller holds c.mu).
+void write_stats_file(const Context& c, std::uint32_t qp_num);
 void fill_qp_ex_ops(Qp& q);                   ///< ibv_qp_ex's wr_* members (datapath.cpp)
 void start_progress(Context& c);              ///< context.cpp
 void stop_progress(Context& c);

@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "address.hpp"
 #include "log/log.hpp"
@@ -529,6 +533,7 @@ int omrc_ibv_destroy_qp(ibv_qp* qp) {
     Qp* q = reinterpret_cast<Qp*>(qp);
     {
         std::lock_guard g(q->ctx->mu);
+        write_stats_file(*q->ctx, qp->qp_num);
         q->oqp.reset();
         --q->send_cq->qps;
         --q->recv_cq->qps;
@@ -548,6 +553,24 @@ ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* qp) {
 }  // extern "C"
 
 namespace omrc::ibv {
+
+void write_stats_file(const Context& c, std::uint32_t qp_num) {
+    // OMRC_IBV_STATS=PREFIX: the device's counters, with this QP's, as
+    // PREFIX.<device>.<pid>.qp<N>.json when the QP is destroyed (perftest and
+    // most programs destroy their QPs before they close the device).
+    const char* prefix = std::getenv("OMRC_IBV_STATS");
+    if (prefix == nullptr || *prefix == 0) return;
+    const std::string path = fmt::format("{}.{}.{}.qp{}.json", prefix, c.entry->config.name, ::getpid(), qp_num);
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+        omrc::log::logger().warn("ibverbs: OMRC_IBV_STATS: cannot write {}: {}", path, std::strerror(errno));
+        return;
+    }
+    const std::string json = c.dev->stats_json();
+    std::fwrite(json.data(), 1, json.size(), f);
+    std::fputc('\n', f);
+    std::fclose(f);
+}
 
 void fill_resource_ops(Context& c) { c.vctx.create_qp_ex = create_qp_ex_op; }
 
