@@ -60,7 +60,10 @@ private:
 /// RTT on trims/losses (at most once per RTT).
 class Nscc final : public CongestionControl {
 public:
-    Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes);
+    /// ack_hold_bytes: what the receiver may hold before it acknowledges
+    /// (its SACK coalescing), added to the maximum window so that a sender
+    /// at that window still fills the link while the receiver coalesces.
+    Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_bytes = 0);
     void on_ack(const AckSample& s) override;
     void on_trim(TimeNs now) override { quick_adapt(now); }
     void on_loss(TimeNs now) override { quick_adapt(now); }
@@ -73,7 +76,7 @@ private:
     void quick_adapt(TimeNs now);
     double cwnd_;               ///< bytes
     double min_cwnd_;           ///< one MTU
-    double max_cwnd_;           ///< max_window_bdp · BDP
+    double max_cwnd_;           ///< max_window_bdp · BDP + ack_hold_bytes
     std::uint64_t base_rtt_ns_;
     std::uint64_t target_ns_;
     TimeNs last_decrease_ns_ = 0;
@@ -85,6 +88,7 @@ private:
     std::uint64_t acked_last_epoch_ = 0;   ///< bytes acknowledged in the previous base RTT
 };
 
-std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes);
+std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes,
+                                           std::uint64_t ack_hold_bytes = 0);
 
 }  // namespace omrc::core

@@ -53,7 +53,7 @@ TEST_CASE("figure_d_goal__link_flaps_cost_at_most_two_percent", "[sim]") {
 }
 
 TEST_CASE("figure_b_goal__t1_loss_steps", "[sim]") {
-    // Measured (seed 3): during 1.019, after 1.0005 (goals 1.02, 1.01). The
+    // Measured (seed 3): during 1.018, after 1.003 (goals 1.02, 1.01). The
     // after excess was 1.022 until a burst posted to an idle QP started a
     // fresh path rotation (PathSet::begin_burst, docs/SIMULATOR.md §5 (b)).
     const nlohmann::json j = run_file("t1_loss_allreduce");
@@ -65,7 +65,7 @@ TEST_CASE("figure_b_goal__t1_loss_steps", "[sim]") {
 }
 
 TEST_CASE("figure_b_goal__t1_loss_last_drop", "[sim][!mayfail]") {
-    // Measured (seed 3): 58.0 µs (goal 50): one sender with nothing in flight
+    // Measured (seed 3): 57.3 µs (goal 50): one sender with nothing in flight
     // through the dead T1 when it failed loses four frames on its slot there
     // in the next step before send-order detection retires it (docs/SIMULATOR.md §5 (b)).
     const nlohmann::json j = run_file("t1_loss_allreduce");
@@ -84,12 +84,18 @@ TEST_CASE("figure_b_bounds__t1_loss_within_the_lost_plane_share", "[sim]") {
     CHECK(j["ev_slots_away_from_home_at_end"] == 0);   // to its own slot
 }
 
-TEST_CASE("figure_a_goal__adaptive_permutations_near_ideal", "[sim][!mayfail]") {
-    // Measured: perm_1024 p99 1.129 (goal 1.10); fat_tree_perm_1us p99 1.20
-    // (goal 1.15), slowest flow 1.26 (goal 1.20); peak RSS 112 MiB (goal ≤ 120, met).
+TEST_CASE("figure_a_goal__adaptive_perm_1024_near_ideal", "[sim]") {
+    // Measured: p99 1.053 (goal 1.10; spray 1.052). It was 1.129 while NSCC's
+    // largest window (1.5 BDP) left out the receiver's ACK hold: every sender
+    // was window-limited and the fabric ran at 88 % (docs/SIMULATOR.md §5 (a)).
     const nlohmann::json perm = run_file("perm_1024");
-    const nlohmann::json ft = run_file("fat_tree_perm_1us");
     CHECK(perm["fct_p99_over_ideal"].get<double>() <= 1.10);
+}
+
+TEST_CASE("figure_a_goal__adaptive_fat_tree_near_ideal", "[sim][!mayfail]") {
+    // Measured: fat_tree_perm_1us p99 1.21 (goal 1.15), slowest flow 1.27
+    // (goal 1.20); peak RSS 114 MiB (goal ≤ 120, met).
+    const nlohmann::json ft = run_file("fat_tree_perm_1us");
     CHECK(ft["fct_p99_over_ideal"].get<double>() <= 1.15);
     CHECK(ratio(ft, "fct_max_us", "ideal_fct_us") <= 1.20);
     CHECK(ft["peak_rss_mib"].get<double>() <= 120.0);
