@@ -60,10 +60,11 @@ private:
 /// RTT on trims/losses (at most once per RTT).
 class Nscc final : public CongestionControl {
 public:
-    /// ack_hold_bytes: what the receiver may hold before it acknowledges
-    /// (its SACK coalescing), added to the maximum window so that a sender
-    /// at that window still fills the link while the receiver coalesces.
-    Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_bytes = 0);
+    /// ack_hold_ns: how long the receiver may hold a packet before it
+    /// acknowledges it (its SACK delay bound); what the sender sends at the
+    /// full rate in that time is added to the maximum window, so that a
+    /// sender at that window still fills the link while the receiver coalesces.
+    Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
     void on_ack(const AckSample& s) override;
     void on_trim(TimeNs now) override { quick_adapt(now); }
     void on_loss(TimeNs now) override { quick_adapt(now); }
@@ -76,7 +77,7 @@ private:
     void quick_adapt(TimeNs now);
     double cwnd_;               ///< bytes
     double min_cwnd_;           ///< one MTU
-    double max_cwnd_;           ///< max_window_bdp · BDP + ack_hold_bytes
+    double max_cwnd_;           ///< max_window_bdp · BDP + rate · ack_hold_ns
     std::uint64_t base_rtt_ns_;
     std::uint64_t target_ns_;
     TimeNs last_decrease_ns_ = 0;
@@ -89,6 +90,6 @@ private:
 };
 
 std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes,
-                                           std::uint64_t ack_hold_bytes = 0);
+                                           std::uint64_t ack_hold_ns = 0);
 
 }  // namespace omrc::core

@@ -5,11 +5,14 @@
 
 namespace omrc::core {
 
-Nscc::Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_bytes)
+Nscc::Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns)
     : base_rtt_ns_(std::max<std::uint64_t>(cfg.base_rtt_ns, 1)),
       target_ns_(static_cast<std::uint64_t>(static_cast<double>(cfg.base_rtt_ns) * cfg.target_delay_ratio)) {
     const double bdp = static_cast<double>(cfg.link_rate_bps) / 8.0 * static_cast<double>(planes) *
                        static_cast<double>(base_rtt_ns_) / 1e9;
+    // Whole bytes sent at the full rate while the receiver holds a SACK.
+    const double rate_bytes_per_ns = static_cast<double>(cfg.link_rate_bps) / 8e9 * planes;
+    const auto ack_hold_bytes = static_cast<std::uint64_t>(rate_bytes_per_ns * static_cast<double>(ack_hold_ns));
     min_cwnd_ = mtu_bytes;
     // The window is released only by SACKs, and a receiver holds packets
     // until its coalescing count or delay bound sends one: with
@@ -73,9 +76,9 @@ void Nscc::on_restore(TimeNs) {
 }
 
 std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes,
-                                           std::uint64_t ack_hold_bytes) {
+                                           std::uint64_t ack_hold_ns) {
     if (cfg.algorithm == CcAlgorithm::fixed) return std::make_unique<FixedWindow>(cfg.fixed_window_bytes);
-    return std::make_unique<Nscc>(cfg, planes, mtu_bytes, ack_hold_bytes);
+    return std::make_unique<Nscc>(cfg, planes, mtu_bytes, ack_hold_ns);
 }
 
 }  // namespace omrc::core

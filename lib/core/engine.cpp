@@ -245,15 +245,9 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
         if (c.mask & kAttrCc) qp->attr.cc = a.cc;
         qp->attr.sq_psn = a.sq_psn;
-        {
-            // The peer's receiver may hold a packet up to its ACK delay bound
-            // before the SACK that releases it (coalescing; assuming its ACK
-            // policy is ours). The window covers what the sender sends at
-            // the full rate meanwhile.
-            const double rate_bytes_per_ns = static_cast<double>(qp->attr.cc.link_rate_bps) / 8e9 * cfg_.planes;
-            const auto hold = static_cast<std::uint64_t>(rate_bytes_per_ns * static_cast<double>(cfg_.ack_delay_ns));
-            qp->cc = make_cc(qp->attr.cc, cfg_.planes, qp->attr.mtu_bytes, hold);
-        }
+        // The peer's receiver may hold a packet up to its ACK delay bound
+        // before the SACK that releases it (assuming its ACK policy is ours).
+        qp->cc = make_cc(qp->attr.cc, cfg_.planes, qp->attr.mtu_bytes, cfg_.ack_delay_ns);
         qp->last_progress_ns = now;
         qp->state = QpState::rts;
         return {kOk};
