@@ -18,6 +18,7 @@ const char* policy_name(core::PathPolicy p) {
         case core::PathPolicy::ecmp: return "ecmp";
         case core::PathPolicy::spray: return "spray";
         case core::PathPolicy::adaptive: return "adaptive";
+        case core::PathPolicy::planned: return "planned";
     }
     return "unknown";
 }
@@ -71,6 +72,8 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
         j["tracked_after_over_before"] = r.tracked_gbps_after / r.tracked_gbps_before;
     }
     j["ev_retirements"] = r.ev_retirements;
+    j["plan_max_link_sharing"] = r.plan_max_link_sharing;
+    j["slots_off_plan"] = r.slots_off_plan;
     j["ev_slots_away_from_home_at_end"] = r.ev_slots_away_from_home;
     j["ev_assumed_bad_at_end"] = r.ev_bad_at_end;
     j["qp_errors"] = r.qp_errors;
@@ -117,6 +120,9 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     s += fmt::format("packets      {} data ({} all), {} retransmitted, {} trimmed, {} ECN-marked, {} dropped\n",
                      r.data_packets, r.packets, r.retransmits, r.trims, r.ecn_marks, r.drops);
     s += fmt::format("paths        {} EV retirements, {} QP errors\n", r.ev_retirements, r.qp_errors);
+    if (r.plan_max_link_sharing != 0)
+        s += fmt::format("plan         at most {} connection(s) per T0-T1 link; {} active slots off the plan\n",
+                         r.plan_max_link_sharing, r.slots_off_plan);
     std::string planes;
     for (double g : r.plane_gbps) planes += fmt::format(" {:.1f}", g);
     s += fmt::format("plane Gb/s  {}\n", planes);

@@ -219,7 +219,8 @@ core::PathPolicy parse_policy(const std::string& name) {
     if (name == "ecmp") return core::PathPolicy::ecmp;
     if (name == "spray") return core::PathPolicy::spray;
     if (name == "adaptive") return core::PathPolicy::adaptive;
-    throw std::runtime_error(fmt::format("policy must be ecmp, spray or adaptive, got '{}'", name));
+    if (name == "planned") return core::PathPolicy::planned;
+    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive or planned, got '{}'", name));
 }
 
 sim::ScenarioConfig load_scenario(const std::string& path) {

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "drivers/sim/memory_model.hpp"
+#include "drivers/sim/path_plan.hpp"
 #include "wire/frame.hpp"
 
 namespace omrc::sim {
@@ -95,6 +96,9 @@ private:
     Topology topo_;
     WorkloadPlan plan_;
     std::map<std::pair<std::uint32_t, std::uint32_t>, Conn> conns_;
+    /// Policy planned (SRv6 fabrics): each (src, dst) connection's plan.
+    std::map<std::pair<std::uint32_t, std::uint32_t>, core::PathPlan> plans_;
+    std::uint32_t plan_sharing_ = 0;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> qps_;  ///< (nic, qpn) of every QP
     CountingMemory counting_;
     std::vector<std::unique_ptr<BufferMemory>> buffers_;       ///< carry_payload: per host
@@ -199,6 +203,7 @@ void Runner::connect(std::uint32_t src, std::uint32_t dst, Conn& c) {
         a.policy = cfg_.policy;
         a.evs = cfg_.evs;
         a.backup_evs = cfg_.backup_evs;
+        if (auto it = plans_.find({hosts[i], peer}); it != plans_.end()) a.plan = it->second;
         a.cc = cfg_.cc;
         if (a.cc.base_rtt_ns == 0) a.cc.base_rtt_ns = to_ns(base_rtt_ps());
         a.cc.link_rate_bps = cfg_.topology.host_link_bps;
@@ -394,6 +399,18 @@ void Runner::build() {
         [this](std::uint32_t h) -> core::PlacementTarget* {
             return cfg_.carry_payload ? static_cast<core::PlacementTarget*>(buffers_[h].get()) : &counting_;
         });
+    if (cfg_.policy == core::PathPolicy::planned && srv6_) {
+        // What a controller would install: a T1 per connection and plane,
+        // the connections in their order of first use.
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> order;
+        std::map<std::pair<std::uint32_t, std::uint32_t>, bool> seen;
+        for (const Flow& f : plan_.flows)
+            if (seen.emplace(std::make_pair(f.src, f.dst), true).second) order.emplace_back(f.src, f.dst);
+        const PlanShape shape{cfg_.topology.t0, cfg_.topology.t1, cfg_.topology.hosts_per_t0, topo_.planes};
+        const std::vector<core::PathPlan> plans = plan_paths(order, shape);
+        plan_sharing_ = max_link_sharing(order, plans, shape);
+        for (std::size_t i = 0; i < order.size(); ++i) plans_[order[i]] = plans[i];
+    }
     for (const Flow& f : plan_.flows) {
         auto [it, fresh] = conns_.try_emplace({f.src, f.dst});
         if (fresh) connect(f.src, f.dst, it->second);
@@ -590,7 +607,12 @@ void Runner::summarise_counters(Result& r) const {
         for (std::size_t i = 0; i < qp->paths.size(); ++i) away += qp->paths.slot(i).ev != qp->paths.slot(i).home_ev ? 1 : 0;
         r.ev_slots_away_from_home += away;
         r.ev_bad_at_end += qp->paths.bad().size();
+        for (std::size_t i = 0; i < qp->paths.size(); ++i) {
+            const core::EvSlot& s = qp->paths.slot(i);
+            if (!s.parked && !qp->paths.in_plan(s.plane, qp->paths.group_of(s.ev))) ++r.slots_off_plan;
+        }
     }
+    r.plan_max_link_sharing = plan_sharing_;
     for (std::size_t i = 0; i < sim_->port_count(); ++i) {
         const Port& p = sim_->port(static_cast<std::uint32_t>(i));
         r.trims += p.trims;

@@ -87,6 +87,11 @@ struct Result {
     std::uint64_t ecn_marks = 0;
     std::uint64_t drops = 0;             ///< frames dropped by queues and down links
     std::uint64_t ev_retirements = 0;
+    /// Policy planned: most connections the plan puts on one T0-T1 link of a
+    /// plane (1: conflict-free); 0 without a plan.
+    std::uint32_t plan_max_link_sharing = 0;
+    /// Policy planned: active slots of senders' QPs on a T1 their plan does not give them.
+    std::uint64_t slots_off_plan = 0;
     std::uint64_t ev_slots_away_from_home = 0;  ///< at the end: active slots not on the EV they started with (all QPs)
     std::uint64_t ev_bad_at_end = 0;     ///< at the end: EVs still ASSUMED_BAD (all QPs)
     std::uint64_t qp_errors = 0;         ///< completions with an error status

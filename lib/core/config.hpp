@@ -21,6 +21,19 @@ enum class PathPolicy : std::uint8_t {
     ecmp,      ///< one EV for the whole QP: the classic single-path RoCE baseline
     spray,     ///< oblivious rotation over the active set (only planes that are down are avoided)
     adaptive,  ///< MRC: rotation that skips, retires and probes EVs by their state
+    /// adaptive, but the slots use only the T1s a controller's plan gives the
+    /// QP (QpAttr::plan; NSLB-style network-level load balancing). Without a
+    /// plan, or where the sender does not know T1s (plain frames), adaptive.
+    planned,
+};
+
+/// A controller's path plan for one QP (PathPolicy::planned): per plane, the
+/// T1 switches its slots cross, `t1_count` consecutive T1s (modulo the
+/// plane's T1 count) from `first_t1`. A planner that knows the job's flows
+/// chooses them so that flows do not share a T0-T1 link (docs/DESIGNS.md).
+struct PathPlan {
+    std::array<std::uint16_t, kMaxPlanes> first_t1{};  ///< per plane: the first planned T1
+    std::uint16_t t1_count = 0;                        ///< T1s per plane from first_t1; 0 = no plan
 };
 
 enum class CcAlgorithm : std::uint8_t {
@@ -102,6 +115,7 @@ struct QpAttr {
     PathPolicy policy = PathPolicy::adaptive;
     std::uint32_t evs = 128;            ///< active EVs, split equally over planes (≥ planes)
     std::uint32_t backup_evs = 32;      ///< known-good spares kept per QP
+    PathPlan plan{};                    ///< policy planned: the T1s the QP may use (set with kAttrPath)
     // RTS
     std::uint32_t sq_psn = 0;           ///< our first PSN
     std::uint64_t timeout_ns = 4'000'000;  ///< no progress for timeout · (retry_cnt + 1) → RETRY_EXC_ERR
@@ -113,7 +127,7 @@ struct QpAttr {
 enum QpAttrMask : std::uint32_t {
     kAttrState = 1u << 0,
     kAttrAccess = 1u << 1,
-    kAttrPath = 1u << 2,      ///< peer address, MACs, peer host, policy, evs
+    kAttrPath = 1u << 2,      ///< peer address, MACs, peer host, policy, evs, plan
     kAttrDestQpn = 1u << 3,
     kAttrRqPsn = 1u << 4,
     kAttrMtu = 1u << 5,

@@ -277,7 +277,7 @@ void Engine::ensure_sender(Qp& qp) {
     // paths are managed per (plane, T1); otherwise per EV.
     const std::uint32_t t1s =
         cfg_.mode == wire::FrameMode::srv6 && qp.usid_template.crosses_t1() ? cfg_.fabric.t1_per_plane : 0;
-    qp.paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp.qpn, t1s, rng_);
+    qp.paths.init(a.policy, cfg_.planes, a.evs, a.backup_evs, depth, qp.qpn, t1s, rng_, a.plan);
     qp.paths.set_probe_interval(cfg_.probe_interval_ns);
 }
 

@@ -354,7 +354,7 @@ void Engine::detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs no
         ++slot.counters.lost;
         // Losses concentrated on one EV retire it (a failing path, not
         // congestion: the window stays); spread ones change nothing here.
-        if (qp.paths.record_outcome(p.ev_slot, true) && qp.paths.policy() == PathPolicy::adaptive)
+        if (qp.paths.record_outcome(p.ev_slot, true) && qp.paths.manages_paths())
             retire_slot(qp, p.ev_slot, now, RetireCause::send_order);
     }
 }
@@ -411,7 +411,7 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
     if (!undecided) slot.suspect_ns = 0;
     // A loss alone is not congestion (trims and delay say that): the window
     // stays; only an EV whose loss stands out from the others is retired.
-    if (retire && qp.paths.policy() == PathPolicy::adaptive) {
+    if (retire && qp.paths.manages_paths()) {
         retire_slot(qp, slot_index, now, RetireCause::path_order);
         return false;
     }
@@ -459,7 +459,7 @@ void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
             ++slot.counters.ecn;
             ++qp.plane_counters[slot.plane].ecn_echoes;
             qp.paths.mark_skip(i);
-        } else if (qp.paths.policy() == PathPolicy::adaptive) {
+        } else if (qp.paths.manages_paths()) {
             retire_slot(qp, i, now, RetireCause::always_skip);
         }
         return;

@@ -41,12 +41,25 @@ std::uint32_t PathSet::fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& r
     }
 }
 
+bool PathSet::in_plan(std::uint32_t plane, std::uint32_t group) const noexcept {
+    if (plan_.t1_count == 0 || t1s_ == 0) return true;
+    const std::uint32_t first = plan_.first_t1[plane % kMaxPlanes] % t1s_;
+    return (group + t1s_ - first) % t1s_ < plan_.t1_count;
+}
+
 void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
-                   std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng) {
+                   std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng, const PathPlan& plan) {
     policy_ = policy;
     planes_ = std::max<std::uint32_t>(planes, 1);
     depth_ = std::max<std::uint32_t>(track_depth, 1);
     t1s_ = std::min<std::uint32_t>(t1s, 4096);
+    plan_ = PathPlan{};
+    if (policy_ == PathPolicy::planned && t1s_ != 0 && plan.t1_count != 0) {
+        plan_ = plan;
+        plan_.t1_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(plan.t1_count, t1s_));
+    }
+    // The groups a plane's slots take in turn: all T1s, or the plan's.
+    const std::uint32_t span = plan_.t1_count != 0 ? plan_.t1_count : t1s_;
     const std::uint32_t per_plane = std::max<std::uint32_t>((evs + planes_ - 1) / planes_, 1);
     next_path_.assign(planes_, 0);
     retire_streak_.assign(planes_, 0);
@@ -54,20 +67,24 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     // Per plane, slots take consecutive groups from a random start: each T1
     // carries per_plane / T1s slots (±1), and QPs start on different T1s.
     std::vector<std::uint32_t> start(planes_);
-    for (auto& g : start) g = t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0;
+    for (std::uint32_t p = 0; p < planes_; ++p) {
+        if (plan_.t1_count != 0) start[p] = plan_.first_t1[p % kMaxPlanes] % t1s_;
+        else start[p] = t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0;
+    }
     slots_.assign(static_cast<std::size_t>(per_plane) * planes_, EvSlot{});
     for (std::size_t i = 0; i < slots_.size(); ++i) {
         EvSlot& s = slots_[i];
         s.plane = static_cast<std::uint8_t>(i % planes_);  // interleaved: consecutive slots alternate planes
         const auto k = static_cast<std::uint32_t>(i / planes_);
-        const std::uint32_t group = t1s_ != 0 ? (start[s.plane] + k) % t1s_ : 0;
+        const std::uint32_t group = t1s_ != 0 ? (start[s.plane] + k % span) % t1s_ : 0;
         s.ev = s.home_ev = fresh_ev(s.plane, group, rng);
     }
     fifo_.assign(slots_.size() * depth_, 0);
     backup_.clear();
     for (std::uint32_t b = 0; b < backups; ++b) {
         const std::uint32_t plane = b % planes_;
-        const std::uint32_t group = t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0;
+        const std::uint32_t group =
+            t1s_ != 0 ? (start[plane] + static_cast<std::uint32_t>(rng.below(span))) % t1s_ : 0;
         backup_.push_back(fresh_ev(plane, group, rng));
     }
     bad_.clear();
@@ -118,7 +135,7 @@ int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
             }
             EvSlot& s = slots_[i];
             if (!(plane_mask & (1u << s.plane)) || s.parked) continue;
-            if (policy_ == PathPolicy::adaptive && pass == 0 && s.state == EvState::skip) {
+            if (manages_paths() && pass == 0 && s.state == EvState::skip) {
                 if (s.skip_rotation >= rotation_) continue;
                 s.state = EvState::good;
             }
@@ -130,7 +147,7 @@ int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
 }
 
 void PathSet::mark_skip(std::size_t slot) noexcept {
-    if (policy_ != PathPolicy::adaptive) return;
+    if (!manages_paths()) return;
     slots_[slot].state = EvState::skip;
     slots_[slot].skip_rotation = rotation_;
     ++slots_[slot].counters.skips;
@@ -161,6 +178,13 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
         std::vector<bool> avoid(n, false);
         for (const EvSlot& s : slots_)
             if (!s.parked) ++count[std::size_t{s.plane} * t1s_ + group_of(s.ev)];
+        // Planned: groups outside the plan are not the QP's to use (the
+        // controller re-plans around a failure; until then a slot whose
+        // planned groups all failed parks).
+        if (plan_.t1_count != 0)
+            for (std::size_t i = 0; i < n; ++i)
+                if (!in_plan(static_cast<std::uint32_t>(i / t1s_), static_cast<std::uint32_t>(i % t1s_)))
+                    count[i] = UINT32_MAX;
         for (const ProbeGroup& g : groups_)
             if (g.failed_ns + kAvoidIntervals * probe_interval_ns_ > now) avoid[std::size_t{g.plane} * t1s_ + g.group] = true;
         for (const BadEv& b : bad_) avoid[std::size_t{b.plane} * t1s_ + b.group] = true;
@@ -169,7 +193,8 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
         // never above (the slot is parked instead, see retire()).
         std::uint32_t fullest = 0;
         for (std::size_t i = 0; i < n; ++i)
-            if (!avoid[i] && (plane_mask & (1u << (i / t1s_)))) fullest = std::max(fullest, count[i]);
+            if (!avoid[i] && count[i] != UINT32_MAX && (plane_mask & (1u << (i / t1s_))))
+                fullest = std::max(fullest, count[i]);
         std::size_t best_i = n;
         std::uint32_t best = UINT32_MAX, ties = 0;
         for (bool relax : {false, true}) {
@@ -177,6 +202,7 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
                 const auto p = static_cast<std::uint32_t>(i / t1s_);
                 if (!(plane_mask & (1u << p)) || (avoid[i] && !relax)) continue;
                 if (relax && p == plane && i % t1s_ == avoid_group && t1s_ > 1) continue;
+                if (count[i] == UINT32_MAX) continue;  // outside the plan
                 if (count[i] < best) {
                     best = count[i];
                     best_i = i;
@@ -188,6 +214,7 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
             if (best_i != n) break;  // else every group failed recently: the least used of them
         }
         if (best_i != n && !avoid[best_i] && best >= fullest && fullest != 0) return 0;  // park: even as it is
+        if (best_i == n && plan_.t1_count != 0) return 0;  // planned, nothing of the plan usable: park
         if (best_i != n) {
             plane = static_cast<std::uint32_t>(best_i / t1s_);
             group = static_cast<std::uint32_t>(best_i % t1s_);
@@ -206,7 +233,7 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
 }
 
 bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask) {
-    if (policy_ != PathPolicy::adaptive) return false;
+    if (!manages_paths()) return false;
     EvSlot& s = slots_[slot];
     const std::uint16_t group = group_of(s.ev);
     bad_.push_back(BadEv{s.ev, s.plane, group, 0, now});

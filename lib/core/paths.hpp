@@ -95,8 +95,11 @@ public:
     /// `backups` spare EVs, all fresh. `t1s`: T1 switches per plane whose
     /// choice the EV makes (0: not known); slots of a plane spread evenly
     /// over them, from a QP-dependent start. `qpn` spreads ECMP QPs over planes.
+    /// `plan` (policy planned, groups known): per plane the slots spread
+    /// evenly over the plan's T1s instead, and stand-ins stay on them.
     void init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
-              std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng);
+              std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng,
+              const PathPlan& plan = PathPlan{});
     /// Probe period while a group has EVs out (fixed: no backoff).
     void set_probe_interval(TimeNs ns) noexcept { probe_interval_ns_ = ns; }
     [[nodiscard]] TimeNs probe_interval() const noexcept { return probe_interval_ns_; }
@@ -119,6 +122,12 @@ public:
     EvSlot& slot(std::size_t i) noexcept { return slots_[i]; }
     const EvSlot& slot(std::size_t i) const noexcept { return slots_[i]; }
     [[nodiscard]] PathPolicy policy() const noexcept { return policy_; }
+    /// Skips, retires and probes EVs by their state (adaptive and planned).
+    [[nodiscard]] bool manages_paths() const noexcept {
+        return policy_ == PathPolicy::adaptive || policy_ == PathPolicy::planned;
+    }
+    /// Whether (plane, group) is one the QP's plan allows (always, without a plan).
+    [[nodiscard]] bool in_plan(std::uint32_t plane, std::uint32_t group) const noexcept;
     [[nodiscard]] std::uint32_t planes() const noexcept { return planes_; }
     /// Groups per plane: the T1 count, or 1 when the fabric is not known.
     [[nodiscard]] std::uint32_t groups_per_plane() const noexcept { return t1s_ != 0 ? t1s_ : 1; }
@@ -202,6 +211,7 @@ private:
     std::uint32_t planes_ = 1;
     std::uint32_t depth_ = 16;
     std::uint32_t t1s_ = 0;                ///< T1s per plane the EV chooses among (0: not known)
+    PathPlan plan_{};                      ///< policy planned with groups known: the allowed T1s (else t1_count 0)
     std::vector<EvSlot> slots_;
     std::vector<std::uint64_t> fifo_;      ///< slots × depth entries: (tx_seq << 24) | psn
     std::vector<std::uint32_t> backup_;    ///< known-good spare EVs (any plane)

@@ -15,6 +15,7 @@ const char* to_string(core::PathPolicy p) noexcept {
         case core::PathPolicy::ecmp: return "ecmp";
         case core::PathPolicy::spray: return "spray";
         case core::PathPolicy::adaptive: return "adaptive";
+        case core::PathPolicy::planned: return "planned";
     }
     return "unknown";
 }

@@ -53,6 +53,14 @@ ScenarioConfig allreduce_16(std::uint32_t steps) {
     return c;
 }
 
+/// The slowest flow's FCT over its ideal.
+double max_over_ideal(const Result& r) {
+    double worst = 0;
+    for (std::size_t i = 0; i < r.fct_us.size() && i < r.ideal_fct_us.size(); ++i)
+        if (r.ideal_fct_us[i] > 0) worst = std::max(worst, r.fct_us[i] / r.ideal_fct_us[i]);
+    return worst;
+}
+
 double mean_of(const std::vector<double>& v, std::size_t from, std::size_t to) {
     to = std::min(to, v.size());
     if (from >= to) return 0;
@@ -78,6 +86,26 @@ TEST_CASE("figure_a_e__ecmp_collisions_vs_spraying_on_a_permutation", "[sim]") {
     INFO("CoV spray " << spray.t0_t1_util_cov << ", ecmp " << ecmp.t0_t1_util_cov);
     REQUIRE(ecmp.t0_t1_util_cov > 0.2);
     REQUIRE(spray.t0_t1_util_cov <= 0.10 * ecmp.t0_t1_util_cov);
+}
+
+TEST_CASE("planned__a_conflict_free_plan_gives_every_flow_its_ideal_time", "[sim]") {
+    // NSLB-style: a controller that knows the permutation gives every
+    // T1-crossing connection its own T0-T1 links; flows then share nothing
+    // but their own host links.
+    const Result planned = run_scenario(permutation_128(core::PathPolicy::planned));
+    const Result adaptive = run_scenario(permutation_128(core::PathPolicy::adaptive));
+    REQUIRE(planned.completed);
+    REQUIRE(planned.qp_errors == 0);
+    REQUIRE(adaptive.completed);
+    CHECK(planned.plan_max_link_sharing == 1);
+    CHECK(planned.slots_off_plan == 0);
+    CHECK(adaptive.plan_max_link_sharing == 0);
+    INFO("planned p99/ideal " << planned.fct_p99_over_ideal << " max " << max_over_ideal(planned)
+                              << ", adaptive p99/ideal " << adaptive.fct_p99_over_ideal << " max "
+                              << max_over_ideal(adaptive));
+    CHECK(max_over_ideal(planned) <= 1.05);
+    CHECK(max_over_ideal(planned) <= max_over_ideal(adaptive));
+    CHECK(planned.trims == 0);
 }
 
 TEST_CASE("figure_b__t1_switch_lost_mid_allreduce_and_returned", "[sim]") {

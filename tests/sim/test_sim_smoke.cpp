@@ -10,6 +10,7 @@
 #include "core/rng.hpp"
 #include "drivers/sim/event_queue.hpp"
 #include "drivers/sim/forwarding.hpp"
+#include "drivers/sim/path_plan.hpp"
 #include "drivers/sim/scenario.hpp"
 #include "routing/fabric.hpp"
 #include "wire/frame.hpp"
@@ -228,4 +229,34 @@ TEST_CASE("scenario__incast_trims_and_still_delivers_byte_exact", "[sim_smoke]")
     REQUIRE(r.qp_errors == 0);
     // The receiver's NIC is the bottleneck: the job takes at least its line-rate time.
     REQUIRE(r.job_us >= r.ideal_job_us * 0.99);
+}
+
+TEST_CASE("plan_paths__conflict_free_when_t0s_have_no_more_connections_than_t1s", "[sim_smoke]") {
+    // 16 T0 × 16 hosts, 16 T1s: random permutations have at most 16
+    // T1-crossing connections per T0 each way, so a proper colouring exists.
+    const PlanShape shape{16, 16, 16, 8};
+    core::Rng rng(5);
+    for (int round = 0; round < 20; ++round) {
+        std::vector<std::uint32_t> dst(256);
+        for (std::uint32_t i = 0; i < 256; ++i) dst[i] = i;
+        for (std::uint32_t i = 255; i > 0; --i) std::swap(dst[i], dst[rng.below(i + 1)]);
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> conns;
+        for (std::uint32_t i = 0; i < 256; ++i) conns.emplace_back(i, dst[i]);
+        const auto plans = plan_paths(conns, shape);
+        REQUIRE(plans.size() == conns.size());
+        CHECK(max_link_sharing(conns, plans, shape) == 1);
+        for (std::size_t i = 0; i < conns.size(); ++i) {
+            const bool crosses = conns[i].first / 16 != conns[i].second / 16;
+            CHECK(plans[i].t1_count == (crosses ? 1 : 0));
+            if (crosses) CHECK(plans[i].first_t1[7] < 16);
+        }
+    }
+    // Every host of T0 0 to every host of T0 1 (256 connections, 16 T1s):
+    // each T1 carries 16 of them, no more.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> all;
+    for (std::uint32_t a = 0; a < 16; ++a)
+        for (std::uint32_t b = 16; b < 32; ++b) all.emplace_back(a, b);
+    CHECK(max_link_sharing(all, plan_paths(all, shape), shape) == 16);
+    // No T1s known: no plans.
+    CHECK(plan_paths(all, PlanShape{16, 0, 16, 8})[0].t1_count == 0);
 }

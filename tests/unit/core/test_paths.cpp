@@ -316,3 +316,75 @@ TEST_CASE("PathSet::retire__a_failed_plane_is_parked_and_a_probe_answer_brings_i
     CHECK(ev_plane(s.slot(0).ev) == 0);
     CHECK(ev_plane(s.slot(2).ev) == 0);
 }
+
+TEST_CASE("PathSet::init__planned_slots_use_only_the_plan", "[unit][core]") {
+    Rng rng(11);
+    PathPlan plan;
+    plan.t1_count = 2;
+    for (std::uint32_t p = 0; p < 8; ++p) plan.first_t1[p] = static_cast<std::uint16_t>(15 + p);  // wraps past T1 15
+    PathSet s;
+    s.init(PathPolicy::planned, 8, 128, 16, 16, 0x1001, 16, rng, plan);
+    CHECK(s.manages_paths());
+    const auto groups = per_group(s);
+    CHECK(groups.size() == 16);  // two T1s in each of 8 planes
+    for (const auto& [key, n] : groups) {
+        CHECK(n == 8);
+        const auto [plane, group] = key;
+        CHECK((group == (15 + plane) % 16 || group == (16 + plane) % 16));
+        CHECK(s.in_plan(static_cast<std::uint32_t>(plane), static_cast<std::uint32_t>(group)));
+    }
+    CHECK_FALSE(s.in_plan(0, 1));
+    // Without groups (plain frames) or without a plan, planned is adaptive.
+    PathSet plain;
+    plain.init(PathPolicy::planned, 8, 128, 16, 16, 0x1001, 0, rng, plan);
+    CHECK(plain.in_plan(0, 0));
+    PathSet none;
+    none.init(PathPolicy::planned, 8, 128, 16, 16, 0x1001, 16, rng);
+    CHECK(per_group(none).size() == 128);
+    // Other policies ignore a plan.
+    PathSet adaptive;
+    adaptive.init(PathPolicy::adaptive, 8, 128, 16, 16, 0x1001, 16, rng, plan);
+    CHECK(per_group(adaptive).size() == 128);
+}
+
+TEST_CASE("PathSet::retire__planned_stand_ins_stay_on_the_plan_or_park", "[unit][core]") {
+    Rng rng(12);
+    PathPlan plan;
+    plan.t1_count = 2;
+    for (std::uint32_t p = 0; p < 8; ++p) plan.first_t1[p] = 4;  // T1s 4 and 5 of every plane
+    PathSet s;
+    s.init(PathPolicy::planned, 8, 128, 16, 16, 0x1001, 16, rng, plan);
+    // One slot of (plane 3, T1 4) retired: its stand-in goes to a planned
+    // group with fewer slots than the fullest. All hold 8, so it parks.
+    std::size_t victim = s.size();
+    for (std::size_t i = 0; i < s.size() && victim == s.size(); ++i)
+        if (s.slot(i).plane == 3 && s.group_of(s.slot(i).ev) == 4) victim = i;
+    REQUIRE(victim < s.size());
+    REQUIRE(s.retire(victim, 1000, rng));
+    CHECK(s.slot(victim).parked);
+    // A second slot of the same group retired next: the groups are uneven now
+    // (plane 3 T1 4 has 6), and stand-ins still never leave the plan.
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const EvSlot& e = s.slot(i);
+        if (e.parked || e.plane != 3 || s.group_of(e.ev) != 4) continue;
+        REQUIRE(s.retire(i, 2000, rng));
+    }
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const EvSlot& e = s.slot(i);
+        if (!e.parked) CHECK(s.in_plan(e.plane, s.group_of(e.ev)));
+    }
+    CHECK(per_group(s).count({3, 4}) == 0);
+    // 15 slots a plane: 8 on one planned T1 and 7 on the other. A slot of a
+    // fuller group gets a stand-in, on a planned group with 7.
+    PathSet u;
+    u.init(PathPolicy::planned, 8, 120, 16, 16, 0x1001, 16, rng, plan);
+    std::size_t full = u.size();
+    const auto before = per_group(u);
+    for (std::size_t i = 0; i < u.size() && full == u.size(); ++i)
+        if (before.at({u.slot(i).plane, u.group_of(u.slot(i).ev)}) == 8) full = i;
+    REQUIRE(full < u.size());
+    REQUIRE(u.retire(full, 1000, rng));
+    CHECK_FALSE(u.slot(full).parked);
+    CHECK(u.in_plan(u.slot(full).plane, u.group_of(u.slot(full).ev)));
+    CHECK(before.at({u.slot(full).plane, u.group_of(u.slot(full).ev)}) == 7);
+}
