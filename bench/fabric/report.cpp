@@ -74,6 +74,7 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["ev_retirements"] = r.ev_retirements;
     j["plan_max_link_sharing"] = r.plan_max_link_sharing;
     j["slots_off_plan"] = r.slots_off_plan;
+    j["replans"] = r.replans;
     j["ev_slots_away_from_home_at_end"] = r.ev_slots_away_from_home;
     j["ev_assumed_bad_at_end"] = r.ev_bad_at_end;
     j["qp_errors"] = r.qp_errors;

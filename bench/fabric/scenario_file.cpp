@@ -63,8 +63,8 @@ sim::Tier parse_tier(const std::string& s, const std::string& where) {
 
 sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     sim::ScenarioConfig c;
-    only(root, file, {"name", "seed", "policy", "routing", "max_time_us", "carry_payload", "topology", "queues",
-                      "workload", "cc", "qp", "failures", "output"});
+    only(root, file, {"name", "seed", "policy", "plan_reaction_us", "routing", "max_time_us", "carry_payload",
+                      "topology", "queues", "workload", "cc", "qp", "failures", "output"});
     get(root, "name", c.name, file);
     get(root, "seed", c.seed, file);
     if (root.contains("policy")) c.policy = parse_policy(root["policy"].get<std::string>());
@@ -74,6 +74,9 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
         else if (r == "ecmp") c.routing = sim::RoutingMode::ecmp;
         else fail(file + ".routing", "must be usid or ecmp");
     }
+    double reaction_us = static_cast<double>(c.plan_reaction_ps) / 1e6;
+    get(root, "plan_reaction_us", reaction_us, file);
+    c.plan_reaction_ps = us_to_ps(reaction_us);
     double max_us = 1e6;
     get(root, "max_time_us", max_us, file);
     c.max_time_ps = us_to_ps(max_us);

@@ -71,13 +71,11 @@ private:
     std::vector<std::uint32_t> colour_;
 };
 
-}  // namespace
-
-std::vector<core::PathPlan> plan_paths(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& conns,
-                                       const PlanShape& shape) {
-    std::vector<core::PathPlan> plans(conns.size());
-    if (shape.t1 == 0 || shape.hosts_per_t0 == 0 || shape.t0 == 0) return plans;
-    // Degree of each T0 in T1-crossing connections, each direction.
+/// The colour (0 .. colours-1 modulo `t1s`) of each connection's edge, or
+/// kFree for connections within one T0; `t1s` colours per round, enough
+/// rounds for the largest T0 degree.
+std::vector<std::uint32_t> colour_connections(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& conns,
+                                              const PlanShape& shape, std::uint32_t t1s) {
     std::vector<std::uint32_t> out(shape.t0, 0), in(shape.t0, 0);
     for (const auto& [src, dst] : conns) {
         const std::uint32_t a = src / shape.hosts_per_t0, b = dst / shape.hosts_per_t0;
@@ -87,11 +85,10 @@ std::vector<core::PathPlan> plan_paths(const std::vector<std::pair<std::uint32_t
     }
     const std::uint32_t degree =
         std::max(*std::max_element(out.begin(), out.end()), *std::max_element(in.begin(), in.end()));
-    // Colours: enough for a proper colouring, a whole number of rounds over
-    // the T1s; colour c is T1 c mod T1s, so each T1 carries at most
-    // ⌈degree / T1s⌉ connections of a T0.
-    const std::uint32_t rounds = std::max<std::uint32_t>(1, (degree + shape.t1 - 1) / shape.t1);
-    EdgeColouring colouring(shape.t0, rounds * shape.t1);
+    // A whole number of rounds over the T1s: colour c is T1 c mod t1s, so each
+    // T1 carries at most ⌈degree / t1s⌉ connections of a T0.
+    const std::uint32_t rounds = std::max<std::uint32_t>(1, (degree + t1s - 1) / t1s);
+    EdgeColouring colouring(shape.t0, rounds * t1s);
     std::vector<std::uint32_t> edge(conns.size(), kFree);  // connection → edge
     std::uint32_t e = 0;
     for (std::size_t i = 0; i < conns.size(); ++i) {
@@ -101,15 +98,33 @@ std::vector<core::PathPlan> plan_paths(const std::vector<std::pair<std::uint32_t
         colouring.add(e++, a, b);
     }
     // Read the colours at the end: adding an edge may recolour earlier ones.
+    std::vector<std::uint32_t> colour(conns.size(), kFree);
+    for (std::size_t i = 0; i < conns.size(); ++i)
+        if (edge[i] != kFree) colour[i] = colouring.colour(edge[i]) % t1s;
+    return colour;
+}
+
+}  // namespace
+
+std::vector<core::PathPlan> plan_paths(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& conns,
+                                       const PlanShape& shape, const std::vector<bool>& dead) {
+    std::vector<core::PathPlan> plans(conns.size());
+    if (shape.t1 == 0 || shape.hosts_per_t0 == 0 || shape.t0 == 0 || conns.empty()) return plans;
+    const std::uint32_t planes = std::min<std::uint32_t>(shape.planes, core::kMaxPlanes);
+    const std::vector<std::uint32_t> colour = colour_connections(conns, shape, shape.t1);
     for (std::size_t i = 0; i < conns.size(); ++i) {
-        if (edge[i] == kFree) continue;
-        const std::uint32_t t1 = colouring.colour(edge[i]) % shape.t1;
-        core::PathPlan& p = plans[i];
-        p.t1_count = 1;
+        if (colour[i] == kFree) continue;
+        plans[i].t1_count = 1;
         // The same T1 in every plane: the planes are alike, and each plane's
-        // links are then as free of conflicts as the colouring.
-        for (std::uint32_t plane = 0; plane < std::min<std::uint32_t>(shape.planes, core::kMaxPlanes); ++plane)
-            p.first_t1[plane] = static_cast<std::uint16_t>(t1);
+        // links are then as free of conflicts as the colouring. A connection
+        // whose T1 failed gets no path in that plane rather than a share of
+        // another connection's links (which would halve both there and make
+        // the plane gate them): its share moves to its other planes, and the
+        // other connections keep their links.
+        for (std::uint32_t plane = 0; plane < planes; ++plane) {
+            const bool failed = !dead.empty() && dead[std::size_t{plane} * shape.t1 + colour[i]];
+            plans[i].first_t1[plane] = failed ? core::PathPlan::kNoT1 : static_cast<std::uint16_t>(colour[i]);
+        }
     }
     return plans;
 }
@@ -123,12 +138,14 @@ std::uint32_t max_link_sharing(const std::vector<std::pair<std::uint32_t, std::u
         const core::PathPlan& p = plans[i];
         if (p.t1_count == 0) continue;
         const std::uint32_t a = conns[i].first / shape.hosts_per_t0, b = conns[i].second / shape.hosts_per_t0;
-        for (std::uint32_t plane = 0; plane < std::min<std::uint32_t>(shape.planes, core::kMaxPlanes); ++plane)
+        for (std::uint32_t plane = 0; plane < std::min<std::uint32_t>(shape.planes, core::kMaxPlanes); ++plane) {
+            if (p.first_t1[plane] == core::PathPlan::kNoT1) continue;
             for (std::uint32_t k = 0; k < p.t1_count; ++k) {
                 const std::uint32_t t1 = (p.first_t1[plane] + k) % shape.t1;
                 worst = std::max(worst, ++load[{0, plane, a, t1}]);
                 worst = std::max(worst, ++load[{1, plane, b, t1}]);
             }
+        }
     }
     return worst;
 }

@@ -30,8 +30,12 @@ struct PlanShape {
 
 /// One plan per connection (src host, dst host), in the order given.
 /// Connections within one T0 cross no T1: their plan is empty (t1_count 0).
+/// `dead` (planes × t1, true = failed; empty: none): a re-plan after a
+/// failure keeps every connection on its T1s and gives those whose T1 of a
+/// plane failed no path in that plane (PathPlan::kNoT1).
 [[nodiscard]] std::vector<core::PathPlan> plan_paths(
-    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& conns, const PlanShape& shape);
+    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& conns, const PlanShape& shape,
+    const std::vector<bool>& dead = {});
 
 /// The largest number of connections of `plans` that share one T0→T1 or
 /// T1→T0 link of a plane (1: conflict-free). For tests and reports.

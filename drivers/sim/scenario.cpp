@@ -98,7 +98,14 @@ private:
     std::map<std::pair<std::uint32_t, std::uint32_t>, Conn> conns_;
     /// Policy planned (SRv6 fabrics): each (src, dst) connection's plan.
     std::map<std::pair<std::uint32_t, std::uint32_t>, core::PathPlan> plans_;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> plan_order_;  ///< connections in the planner's order
+    std::vector<bool> dead_t1_;          ///< planes × t1: failed T1s the controller knows of
     std::uint32_t plan_sharing_ = 0;
+    std::uint32_t replans_ = 0;
+    /// Policy planned: computes every connection's plan for the live T1s.
+    void make_plans();
+    /// ... and installs them in the QPs (RTS→RTS modify).
+    void install_plans();
     std::vector<std::pair<std::uint32_t, std::uint32_t>> qps_;  ///< (nic, qpn) of every QP
     CountingMemory counting_;
     std::vector<std::unique_ptr<BufferMemory>> buffers_;       ///< carry_payload: per host
@@ -278,6 +285,29 @@ std::uint32_t Runner::link_port(const FailureSpec& f) const {
     return sim_->switch_port(topo_.t0_switch(f.plane, f.index), topo_.t0_uplink_local(f.peer));
 }
 
+void Runner::make_plans() {
+    const PlanShape shape{cfg_.topology.t0, cfg_.topology.t1, cfg_.topology.hosts_per_t0, topo_.planes};
+    const std::vector<core::PathPlan> plans = plan_paths(plan_order_, shape, dead_t1_);
+    plan_sharing_ = std::max(plan_sharing_, max_link_sharing(plan_order_, plans, shape));
+    for (std::size_t i = 0; i < plan_order_.size(); ++i) plans_[plan_order_[i]] = plans[i];
+}
+
+void Runner::install_plans() {
+    const core::TimeNs now = sim_->now_ns();
+    for (const auto& [key, c] : conns_) {
+        const std::uint32_t hosts[2] = {key.first, key.second}, qpn[2] = {c.src_qpn, c.dst_qpn};
+        for (int i = 0; i < 2; ++i) {
+            const auto it = plans_.find({hosts[i], hosts[1 - i]});
+            if (it == plans_.end() || it->second.t1_count == 0) continue;
+            core::QpAttr a{};
+            a.plan = it->second;
+            if (sim_->engine(hosts[i]).submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, core::kAttrPath}, now).err != 0)
+                throw std::runtime_error("scenario: installing a path plan failed");
+        }
+    }
+    ++replans_;
+}
+
 void Runner::apply(const FailureSpec& f, bool down) {
     switch (f.kind) {
         case FailureKind::link_down:
@@ -298,6 +328,16 @@ void Runner::apply(const FailureSpec& f, bool down) {
                 dead_switch_ = kNone;
             }
             sim_->set_switch(sw, !down);
+            if (!dead_t1_.empty() && f.tier == Tier::t1) {
+                // The controller learns of it and re-plans around it (or back onto it).
+                const std::size_t at = std::size_t{f.plane} * cfg_.topology.t1 + f.index;
+                sim_->schedule(sim_->now() + cfg_.plan_reaction_ps, [this, at, down] {
+                    if (dead_t1_[at] == down) return;
+                    dead_t1_[at] = down;
+                    make_plans();
+                    install_plans();
+                });
+            }
             break;
         }
         case FailureKind::nic_port_down:
@@ -402,14 +442,11 @@ void Runner::build() {
     if (cfg_.policy == core::PathPolicy::planned && srv6_) {
         // What a controller would install: a T1 per connection and plane,
         // the connections in their order of first use.
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> order;
         std::map<std::pair<std::uint32_t, std::uint32_t>, bool> seen;
         for (const Flow& f : plan_.flows)
-            if (seen.emplace(std::make_pair(f.src, f.dst), true).second) order.emplace_back(f.src, f.dst);
-        const PlanShape shape{cfg_.topology.t0, cfg_.topology.t1, cfg_.topology.hosts_per_t0, topo_.planes};
-        const std::vector<core::PathPlan> plans = plan_paths(order, shape);
-        plan_sharing_ = max_link_sharing(order, plans, shape);
-        for (std::size_t i = 0; i < order.size(); ++i) plans_[order[i]] = plans[i];
+            if (seen.emplace(std::make_pair(f.src, f.dst), true).second) plan_order_.emplace_back(f.src, f.dst);
+        dead_t1_.assign(std::size_t{topo_.planes} * cfg_.topology.t1, false);
+        make_plans();
     }
     for (const Flow& f : plan_.flows) {
         auto [it, fresh] = conns_.try_emplace({f.src, f.dst});
@@ -613,6 +650,7 @@ void Runner::summarise_counters(Result& r) const {
         }
     }
     r.plan_max_link_sharing = plan_sharing_;
+    r.replans = replans_;
     for (std::size_t i = 0; i < sim_->port_count(); ++i) {
         const Port& p = sim_->port(static_cast<std::uint32_t>(i));
         r.trims += p.trims;

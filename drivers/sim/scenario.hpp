@@ -48,6 +48,9 @@ struct ScenarioConfig {
     RoutingMode routing = RoutingMode::usid;   ///< fat_tree forces ecmp
     WorkloadConfig workload{};
     core::PathPolicy policy = core::PathPolicy::adaptive;
+    /// Policy planned: how long after a T1 fails or returns the controller
+    /// installs a new plan (detection, computation and installation).
+    TimePs plan_reaction_ps = 100 * kPsPerUs;
     core::CcConfig cc{};                        ///< base_rtt_ns = 0: the fabric's unloaded cross-T1 RTT
     std::uint32_t mtu_bytes = 4096;
     std::uint32_t mpr = 8;                      ///< receive window, units of 128 packets
@@ -87,11 +90,13 @@ struct Result {
     std::uint64_t ecn_marks = 0;
     std::uint64_t drops = 0;             ///< frames dropped by queues and down links
     std::uint64_t ev_retirements = 0;
-    /// Policy planned: most connections the plan puts on one T0-T1 link of a
-    /// plane (1: conflict-free); 0 without a plan.
+    /// Policy planned: most connections any of the job's plans (the first,
+    /// and those after failures) puts on one T0-T1 link of a plane
+    /// (1: conflict-free); 0 without a plan.
     std::uint32_t plan_max_link_sharing = 0;
     /// Policy planned: active slots of senders' QPs on a T1 their plan does not give them.
     std::uint64_t slots_off_plan = 0;
+    std::uint32_t replans = 0;           ///< policy planned: plans installed after failures
     std::uint64_t ev_slots_away_from_home = 0;  ///< at the end: active slots not on the EV they started with (all QPs)
     std::uint64_t ev_bad_at_end = 0;     ///< at the end: EVs still ASSUMED_BAD (all QPs)
     std::uint64_t qp_errors = 0;         ///< completions with an error status

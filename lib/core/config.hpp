@@ -32,7 +32,8 @@ enum class PathPolicy : std::uint8_t {
 /// plane's T1 count) from `first_t1`. A planner that knows the job's flows
 /// chooses them so that flows do not share a T0-T1 link (docs/DESIGNS.md).
 struct PathPlan {
-    std::array<std::uint16_t, kMaxPlanes> first_t1{};  ///< per plane: the first planned T1
+    static constexpr std::uint16_t kNoT1 = 0xFFFF;     ///< first_t1: the QP has no path in this plane
+    std::array<std::uint16_t, kMaxPlanes> first_t1{};  ///< per plane: the first planned T1, or kNoT1
     std::uint16_t t1_count = 0;                        ///< T1s per plane from first_t1; 0 = no plan
 };
 

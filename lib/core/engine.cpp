@@ -253,7 +253,14 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         return {kOk};
     }
     if (from == to && from != QpState::reset) {
-        // Attribute-only modify in the same state: timeouts and CC may change.
+        // Attribute-only modify in the same state: timeouts and CC may change,
+        // and a planned QP's plan (a controller re-plans, as ibverbs programs
+        // load an alternate path with an RTS→RTS modify).
+        if ((c.mask & kAttrPath) && from == QpState::rts) {
+            if (qp->attr.policy != PathPolicy::planned) return {EINVAL};
+            qp->attr.plan = a.plan;
+            if (qp->paths.size() != 0) qp->paths.replan(a.plan, rng_);
+        }
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
         return {kOk};

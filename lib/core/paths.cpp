@@ -43,6 +43,7 @@ std::uint32_t PathSet::fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& r
 
 bool PathSet::in_plan(std::uint32_t plane, std::uint32_t group) const noexcept {
     if (plan_.t1_count == 0 || t1s_ == 0) return true;
+    if (plan_.first_t1[plane % kMaxPlanes] == PathPlan::kNoT1) return false;
     const std::uint32_t first = plan_.first_t1[plane % kMaxPlanes] % t1s_;
     return (group + t1s_ - first) % t1s_ < plan_.t1_count;
 }
@@ -68,7 +69,7 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     // carries per_plane / T1s slots (±1), and QPs start on different T1s.
     std::vector<std::uint32_t> start(planes_);
     for (std::uint32_t p = 0; p < planes_; ++p) {
-        if (plan_.t1_count != 0) start[p] = plan_.first_t1[p % kMaxPlanes] % t1s_;
+        if (plan_.t1_count != 0) start[p] = plan_.first_t1[p % kMaxPlanes] == PathPlan::kNoT1 ? 0 : plan_.first_t1[p % kMaxPlanes] % t1s_;
         else start[p] = t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0;
     }
     slots_.assign(static_cast<std::size_t>(per_plane) * planes_, EvSlot{});
@@ -78,6 +79,7 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
         const auto k = static_cast<std::uint32_t>(i / planes_);
         const std::uint32_t group = t1s_ != 0 ? (start[s.plane] + k % span) % t1s_ : 0;
         s.ev = s.home_ev = fresh_ev(s.plane, group, rng);
+        s.parked = !in_plan(s.plane, group);  // a plane the plan gives the QP no path in
     }
     fifo_.assign(slots_.size() * depth_, 0);
     backup_.clear();
@@ -93,6 +95,33 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     rotation_ = 0;
     new_rotation(rng);
     ecmp_slot_ = qpn % static_cast<std::uint32_t>(slots_.size());
+}
+
+void PathSet::replan(const PathPlan& plan, Rng& rng) {
+    if (policy_ != PathPolicy::planned || t1s_ == 0 || plan.t1_count == 0) return;
+    plan_ = plan;
+    plan_.t1_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(plan.t1_count, t1s_));
+    // Slot i of plane p is the (i / planes)-th of its plane, as in init.
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+        EvSlot& s = slots_[i];
+        const std::uint32_t home_plane = routing::ev_plane(s.home_ev);
+        if (plan_.first_t1[home_plane % kMaxPlanes] == PathPlan::kNoT1) {
+            // No path in this plane any more: the slot parks (its share goes to the other planes).
+            if (!s.parked) {
+                s.parked = true;
+                reset_slot(i, s.ev);
+            }
+            continue;
+        }
+        const auto k = static_cast<std::uint32_t>(i / planes_);
+        const std::uint32_t group = (plan_.first_t1[home_plane % kMaxPlanes] % t1s_ + k % plan_.t1_count) % t1s_;
+        if (group_of(s.home_ev) == group && (s.ev == s.home_ev || in_plan(s.plane, group_of(s.ev))) && !s.parked)
+            continue;  // already on the plan
+        s.home_ev = fresh_ev(home_plane, group, rng);
+        s.parked = false;
+        reset_slot(i, s.home_ev);
+    }
+    std::erase_if(backup_, [&](std::uint32_t ev) { return !in_plan(routing::ev_plane(ev), group_of(ev)); });
 }
 
 void PathSet::new_rotation(Rng& rng) noexcept {

@@ -100,6 +100,12 @@ public:
     void init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
               std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng,
               const PathPlan& plan = PathPlan{});
+    /// Policy planned: a new plan from the controller (after a failure, or a
+    /// new job phase). Every slot gets a home on the new plan, spread as
+    /// init spreads them; slots whose group changes take a fresh EV at once
+    /// (unparked), the others keep theirs. Retired EVs stay probed: one that
+    /// comes back while its slot has a new home joins the backups.
+    void replan(const PathPlan& plan, Rng& rng);
     /// Probe period while a group has EVs out (fixed: no backoff).
     void set_probe_interval(TimeNs ns) noexcept { probe_interval_ns_ = ns; }
     [[nodiscard]] TimeNs probe_interval() const noexcept { return probe_interval_ns_; }

@@ -257,6 +257,26 @@ TEST_CASE("plan_paths__conflict_free_when_t0s_have_no_more_connections_than_t1s"
     for (std::uint32_t a = 0; a < 16; ++a)
         for (std::uint32_t b = 16; b < 32; ++b) all.emplace_back(a, b);
     CHECK(max_link_sharing(all, plan_paths(all, shape), shape) == 16);
+    // A re-plan around T1 5 of plane 2: the same T1s, none in plane 2 for
+    // the connections that had T1 5 there.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> perm;
+    for (std::uint32_t i = 0; i < 256; ++i) perm.emplace_back(i, (i + 16) % 256);
+    const auto healthy = plan_paths(perm, shape);
+    std::vector<bool> dead(8 * 16, false);
+    dead[2 * 16 + 5] = true;
+    const auto degraded = plan_paths(perm, shape, dead);
+    int moved = 0;
+    for (std::size_t i = 0; i < perm.size(); ++i)
+        for (std::uint32_t p = 0; p < 8; ++p) {
+            if (p == 2 && healthy[i].first_t1[p] == 5) {
+                CHECK(degraded[i].first_t1[p] == core::PathPlan::kNoT1);
+                ++moved;
+            } else {
+                CHECK(degraded[i].first_t1[p] == healthy[i].first_t1[p]);
+            }
+        }
+    CHECK(moved == 16);  // one connection of each of the 16 T0s
+    CHECK(max_link_sharing(perm, degraded, shape) == 1);
     // No T1s known: no plans.
     CHECK(plan_paths(all, PlanShape{16, 0, 16, 8})[0].t1_count == 0);
 }

@@ -388,3 +388,44 @@ TEST_CASE("PathSet::retire__planned_stand_ins_stay_on_the_plan_or_park", "[unit]
     CHECK(u.in_plan(u.slot(full).plane, u.group_of(u.slot(full).ev)));
     CHECK(before.at({u.slot(full).plane, u.group_of(u.slot(full).ev)}) == 7);
 }
+
+TEST_CASE("PathSet::replan__slots_move_to_the_new_plan", "[unit][core]") {
+    Rng rng(13);
+    PathPlan plan;
+    plan.t1_count = 1;
+    for (std::uint32_t p = 0; p < 8; ++p) plan.first_t1[p] = 3;
+    PathSet s;
+    s.init(PathPolicy::planned, 8, 128, 16, 16, 0x1001, 16, rng, plan);
+    // T1 3 of plane 2 fails: its slots park (nothing else on the plan).
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (s.slot(i).plane == 2) REQUIRE(s.retire(i, 1000, rng));
+    CHECK(s.parked() == 16);
+    // The controller moves plane 2 to T1 9: every slot of plane 2 is back,
+    // on T1 9; the other planes' slots keep their EVs.
+    std::vector<std::uint32_t> before;
+    for (std::size_t i = 0; i < s.size(); ++i) before.push_back(s.slot(i).ev);
+    PathPlan next = plan;
+    next.first_t1[2] = 9;
+    s.replan(next, rng);
+    CHECK(s.parked() == 0);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const EvSlot& e = s.slot(i);
+        CHECK(s.group_of(e.ev) == (e.plane == 2 ? 9 : 3));
+        CHECK(e.ev == e.home_ev);
+        if (e.plane != 2) CHECK(e.ev == before[i]);
+    }
+    // No path in plane 5 any more: its slots park, the others stay.
+    PathPlan none5 = next;
+    none5.first_t1[5] = PathPlan::kNoT1;
+    s.replan(none5, rng);
+    CHECK(s.parked() == 16);
+    for (std::size_t i = 0; i < s.size(); ++i) CHECK(s.slot(i).parked == (s.slot(i).plane == 5));
+    CHECK_FALSE(s.in_plan(5, 3));
+    s.replan(next, rng);  // and back
+    CHECK(s.parked() == 0);
+    // Another policy ignores a plan.
+    PathSet a = make(PathPolicy::adaptive, 8, 128, 16);
+    const std::uint32_t ev0 = a.slot(0).ev;
+    a.replan(next, rng);
+    CHECK(a.slot(0).ev == ev0);
+}
