@@ -57,7 +57,9 @@ bool address_from_json(const nlohmann::json& j, DeviceAddress& a) {
 }
 
 nlohmann::json cc_json(const CcConfig& c) {
-    return {{"algorithm", c.algorithm == CcAlgorithm::fixed ? "fixed" : "nscc"},
+    const char* algorithm = c.algorithm == CcAlgorithm::fixed ? "fixed" : c.algorithm == CcAlgorithm::dcqcn ? "dcqcn" : "nscc";
+    // The DCQCN parameters travel at their defaults: omrc-perf has no option for them.
+    return {{"algorithm", algorithm},
             {"fixed_window_bytes", c.fixed_window_bytes},
             {"base_rtt_ns", c.base_rtt_ns},
             {"link_rate_bps", c.link_rate_bps},
@@ -68,8 +70,8 @@ nlohmann::json cc_json(const CcConfig& c) {
 bool cc_from_json(const nlohmann::json& j, CcConfig& c) {
     try {
         const std::string algorithm = j.at("algorithm").get<std::string>();
-        if (algorithm != "fixed" && algorithm != "nscc") return false;
-        c.algorithm = algorithm == "fixed" ? CcAlgorithm::fixed : CcAlgorithm::nscc;
+        if (algorithm != "fixed" && algorithm != "nscc" && algorithm != "dcqcn") return false;
+        c.algorithm = algorithm == "fixed" ? CcAlgorithm::fixed : algorithm == "dcqcn" ? CcAlgorithm::dcqcn : CcAlgorithm::nscc;
         c.fixed_window_bytes = j.at("fixed_window_bytes").get<std::uint64_t>();
         c.base_rtt_ns = j.at("base_rtt_ns").get<std::uint64_t>();
         c.link_rate_bps = j.at("link_rate_bps").get<std::uint64_t>();
