@@ -3,6 +3,7 @@
 // Forwarding is in forwarding.cpp, NICs in nic.cpp.
 #include "drivers/sim/network.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace omrc::sim {
@@ -227,7 +228,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
         }
         port.hi.push(p);
     } else {
-        if (!port.last_hop && port.lo.bytes > q.ecn_threshold_bytes) {
+        if ((!port.last_hop || q.ecn_last_hop) && port.lo.bytes > q.ecn_threshold_bytes) {
             // ECN = CE in the first IPv6 header (the outer one in srv6 mode) when ECN-capable.
             std::uint8_t* h = p->frame.header.data();
             if ((h[15] >> 4) & 0x3) {
@@ -236,6 +237,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
             }
         }
         port.lo.push(p);
+        if (now_ >= cfg_.queue_peak_from_ps) port.peak_lo_bytes = std::max(port.peak_lo_bytes, port.lo.bytes);
     }
     start_tx(idx);
 }

@@ -596,6 +596,8 @@ void Runner::summarise_counters(Result& r) const {
         r.trims += p.trims;
         r.ecn_marks += p.ecn_marks;
         r.drops += p.drops;
+        if (p.last_hop) r.last_hop_queue_peak_bytes = std::max(r.last_hop_queue_peak_bytes, p.peak_lo_bytes);
+        else if (!p.nic_side) r.fabric_queue_peak_bytes = std::max(r.fabric_queue_peak_bytes, p.peak_lo_bytes);
     }
     r.qp_errors = qp_errors_;
 }
