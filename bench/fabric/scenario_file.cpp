@@ -232,9 +232,10 @@ core::PathPolicy parse_policy(const std::string& name) {
 }
 
 core::CcAlgorithm parse_cc(const std::string& name) {
-    for (core::CcAlgorithm a : {core::CcAlgorithm::fixed, core::CcAlgorithm::nscc, core::CcAlgorithm::dcqcn})
+    for (core::CcAlgorithm a :
+         {core::CcAlgorithm::fixed, core::CcAlgorithm::nscc, core::CcAlgorithm::dcqcn, core::CcAlgorithm::hpcc})
         if (name == cc_name(a)) return a;
-    throw std::runtime_error(fmt::format("cc must be fixed, nscc or dcqcn, got '{}'", name));
+    throw std::runtime_error(fmt::format("cc must be fixed, nscc, dcqcn or hpcc, got '{}'", name));
 }
 
 const char* cc_name(core::CcAlgorithm a) noexcept {
@@ -242,6 +243,7 @@ const char* cc_name(core::CcAlgorithm a) noexcept {
         case core::CcAlgorithm::fixed: return "fixed";
         case core::CcAlgorithm::nscc: return "nscc";
         case core::CcAlgorithm::dcqcn: return "dcqcn";
+        case core::CcAlgorithm::hpcc: return "hpcc";
     }
     return "unknown";
 }

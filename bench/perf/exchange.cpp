@@ -57,8 +57,11 @@ bool address_from_json(const nlohmann::json& j, DeviceAddress& a) {
 }
 
 nlohmann::json cc_json(const CcConfig& c) {
-    const char* algorithm = c.algorithm == CcAlgorithm::fixed ? "fixed" : c.algorithm == CcAlgorithm::dcqcn ? "dcqcn" : "nscc";
-    // The DCQCN parameters travel at their defaults: omrc-perf has no option for them.
+    const char* algorithm = c.algorithm == CcAlgorithm::fixed   ? "fixed"
+                            : c.algorithm == CcAlgorithm::dcqcn ? "dcqcn"
+                            : c.algorithm == CcAlgorithm::hpcc  ? "hpcc"
+                                                                : "nscc";
+    // The DCQCN and HPCC parameters travel at their defaults: omrc-perf has no option for them.
     return {{"algorithm", algorithm},
             {"fixed_window_bytes", c.fixed_window_bytes},
             {"base_rtt_ns", c.base_rtt_ns},
@@ -70,8 +73,11 @@ nlohmann::json cc_json(const CcConfig& c) {
 bool cc_from_json(const nlohmann::json& j, CcConfig& c) {
     try {
         const std::string algorithm = j.at("algorithm").get<std::string>();
-        if (algorithm != "fixed" && algorithm != "nscc" && algorithm != "dcqcn") return false;
-        c.algorithm = algorithm == "fixed" ? CcAlgorithm::fixed : algorithm == "dcqcn" ? CcAlgorithm::dcqcn : CcAlgorithm::nscc;
+        if (algorithm == "fixed") c.algorithm = CcAlgorithm::fixed;
+        else if (algorithm == "nscc") c.algorithm = CcAlgorithm::nscc;
+        else if (algorithm == "dcqcn") c.algorithm = CcAlgorithm::dcqcn;
+        else if (algorithm == "hpcc") c.algorithm = CcAlgorithm::hpcc;
+        else return false;
         c.fixed_window_bytes = j.at("fixed_window_bytes").get<std::uint64_t>();
         c.base_rtt_ns = j.at("base_rtt_ns").get<std::uint64_t>();
         c.link_rate_bps = j.at("link_rate_bps").get<std::uint64_t>();

@@ -184,6 +184,15 @@ void Simulator::start_tx(std::uint32_t idx) {
         port.busy_until_ps = now_ + ser;
         port.tx_bytes += bytes;
         ++port.tx_pkts;
+        if (cfg_.int_telemetry && p->data && !port.nic_side && p->telemetry.hops < wire::kMaxIntHops) {
+            // HPCC's record, stamped as the packet leaves the egress.
+            wire::IntHop& h = p->telemetry.hop[p->telemetry.hops++];
+            h.port_id = idx;
+            h.qlen_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(port.lo.bytes + port.hi.bytes, UINT32_MAX));
+            h.tx_bytes = port.tx_bytes;
+            h.ts_ns = to_ns(now_);
+            h.rate_bps = l.rate_bps;
+        }
         if (port.nic_side || !port.hi.empty() || !port.lo.empty()) {
             port.tx_event_ps = now_ + ser;
             events_q_.push(now_ + ser, EventKind::tx_done, idx);

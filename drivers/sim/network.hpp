@@ -129,6 +129,7 @@ struct SimConfig {
     TimePs telemetry_bucket_ps = 10 * kPsPerUs; ///< per-plane delivered-bytes series resolution; 0 = off
     std::uint32_t tracked_src_nic = UINT32_MAX;  ///< also keep a series of this NIC's delivered data bytes
     bool log_down_drops = false;              ///< keep (time, port) of every data frame lost to a down link
+    bool int_telemetry = false;               ///< switch egresses stamp INT records on data packets (HPCC)
     TimePs queue_peak_from_ps = 0;            ///< Port::peak_lo_bytes counts only from this time (skips a start-up burst)
 };
 

@@ -367,6 +367,7 @@ void Runner::build() {
     sc.planes = cfg_.topology.plane_count();
     sc.routing = srv6_ ? RoutingMode::usid : RoutingMode::ecmp;
     sc.carry_payload = cfg_.carry_payload;
+    sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
     sc.tracked_src_nic = cfg_.tracked_src_host;
     sc.log_down_drops = std::any_of(cfg_.failures.begin(), cfg_.failures.end(),

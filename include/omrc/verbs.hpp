@@ -168,6 +168,14 @@ enum class CcAlgorithm : std::uint8_t {
     fixed,  ///< constant window
     nscc,   ///< NSCC: delay + ECN, quick adapt on trims
     dcqcn,  ///< DCQCN's reaction point: rate cut on ECN echoes, trims and losses; timer and byte-counter increase
+    hpcc,   ///< HPCC: window from INT telemetry (only the simulator provides it; holds its window without)
+};
+
+/// HPCC's parameters (docs/CONFIG.md `[device.qp.cc]`, `hpcc_*` keys).
+struct HpccConfig {
+    double eta = 0.95;              ///< target utilisation, (0, 1]
+    std::uint32_t max_stage = 5;    ///< additive rounds before a multiplicative adjustment
+    double wai_ratio = 0.0025;      ///< additive increase / initial window
 };
 
 /// DCQCN's parameters (docs/CONFIG.md `[device.qp.cc]`, `dcqcn_*` keys).
@@ -191,6 +199,7 @@ struct CcConfig {
     double target_delay_ratio = 0.75;               ///< nscc: target queueing delay / base_rtt
     double max_window_bdp = 1.5;                    ///< nscc: initial and maximum window, in BDPs
     DcqcnConfig dcqcn{};                            ///< dcqcn only (not in the C API's omrc_cc_config: defaults there)
+    HpccConfig hpcc{};                              ///< hpcc only (likewise)
 };
 
 /// Queue capacities, fixed at creation (ibv_qp_cap).

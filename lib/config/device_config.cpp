@@ -57,8 +57,9 @@ constexpr std::size_t kMaxNameChars = 63;
 constexpr std::array<std::string_view, 3> kDrivers{"udp", "loopback", "dpdk"};
 constexpr std::array<std::string_view, 2> kFrameModes{"plain", "srv6"};
 constexpr std::array<std::string_view, 3> kPolicies{"ecmp", "spray", "adaptive"};
-constexpr std::array<std::string_view, 3> kCcAlgorithms{"fixed", "nscc", "dcqcn"};
-constexpr std::array<CcAlgorithm, 3> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn};
+constexpr std::array<std::string_view, 4> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc"};
+constexpr std::array<CcAlgorithm, 4> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn,
+                                                      CcAlgorithm::hpcc};
 
 bool hex_digits(std::string_view s, std::uint32_t& out) {
     if (s.empty() || s.size() > 8) return false;
@@ -228,6 +229,11 @@ bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& 
         {"dcqcn_ai_ratio", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.ai_ratio); }},
         {"dcqcn_hai_ratio",
          [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.hai_ratio); }},
+        {"hpcc_eta", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.eta); }},
+        {"hpcc_max_stage",
+         [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 0, 64, cc.hpcc.max_stage); }},
+        {"hpcc_wai_ratio",
+         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.wai_ratio); }},
     };
     return config::read_keys(e, path, *t, keys);
 }

@@ -27,6 +27,14 @@ enum class CcAlgorithm : std::uint8_t {
     fixed,  ///< constant window (tests, baselines)
     nscc,   ///< NSCC (delay + ECN, quick adapt on trims)
     dcqcn,  ///< DCQCN's reaction point (rate based on ECN echoes; window = rate · RTT)
+    hpcc,   ///< HPCC: window from the utilisation INT telemetry reports (needs INT; holds without)
+};
+
+/// HPCC's parameters (lib/core/cc_hpcc.cpp; Li et al., SIGCOMM 2019).
+struct HpccConfig {
+    double eta = 0.95;                 ///< target utilisation η, (0, 1]
+    std::uint32_t max_stage = 5;       ///< additive-increase rounds before a multiplicative adjustment
+    double wai_ratio = 0.0025;         ///< additive increase W_AI / initial window (ours: (1 − η) / 20)
 };
 
 /// DCQCN's reaction-point parameters (lib/core/cc_dcqcn.cpp). Defaults are
@@ -52,6 +60,7 @@ struct CcConfig {
     double target_delay_ratio = 0.75;             ///< nscc: target queueing delay as a fraction of base_rtt
     double max_window_bdp = 1.5;                  ///< nscc: initial and maximum window in BDPs
     DcqcnConfig dcqcn{};                          ///< dcqcn only
+    HpccConfig hpcc{};                            ///< hpcc only
 };
 
 /// Per-endpoint engine configuration.

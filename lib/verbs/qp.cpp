@@ -57,6 +57,7 @@ core::CcConfig to_core(const CcConfig& c) {
         case CcAlgorithm::fixed: o.algorithm = core::CcAlgorithm::fixed; break;
         case CcAlgorithm::nscc: o.algorithm = core::CcAlgorithm::nscc; break;
         case CcAlgorithm::dcqcn: o.algorithm = core::CcAlgorithm::dcqcn; break;
+        case CcAlgorithm::hpcc: o.algorithm = core::CcAlgorithm::hpcc; break;
     }
     o.fixed_window_bytes = c.fixed_window_bytes;
     o.base_rtt_ns = c.base_rtt_ns;
@@ -71,6 +72,9 @@ core::CcConfig to_core(const CcConfig& c) {
     o.dcqcn.fast_recovery_stages = c.dcqcn.fast_recovery_stages;
     o.dcqcn.ai_ratio = c.dcqcn.ai_ratio;
     o.dcqcn.hai_ratio = c.dcqcn.hai_ratio;
+    o.hpcc.eta = c.hpcc.eta;
+    o.hpcc.max_stage = c.hpcc.max_stage;
+    o.hpcc.wai_ratio = c.hpcc.wai_ratio;
     return o;
 }
 
