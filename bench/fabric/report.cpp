@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "report.hpp"
+#include "scenario_file.hpp"
 
 #include <fmt/format.h>
 
@@ -38,6 +39,7 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["topology"] = sim::to_string(cfg.topology.kind);
     j["workload"] = sim::to_string(cfg.workload.kind);
     j["policy"] = policy_name(cfg.policy);
+    j["cc"] = cc_name(cfg.cc.algorithm);
     j["routing"] = cfg.routing == sim::RoutingMode::usid && cfg.topology.kind != sim::TopologyKind::fat_tree ? "usid" : "ecmp";
     j["seed"] = cfg.seed;
     j["completed"] = r.completed;
@@ -66,6 +68,8 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["trims_pkts"] = r.trims;
     j["ecn_marks_pkts"] = r.ecn_marks;
     j["drops_pkts"] = r.drops;
+    j["last_hop_queue_peak_bytes"] = r.last_hop_queue_peak_bytes;
+    j["fabric_queue_peak_bytes"] = r.fabric_queue_peak_bytes;
     if (r.tracked_gbps_before > 0 && r.tracked_gbps_after >= 0) {
         j["tracked_gbps_before"] = r.tracked_gbps_before;
         j["tracked_gbps_after"] = r.tracked_gbps_after;
@@ -101,8 +105,9 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
 
 std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     std::string s;
-    s += fmt::format("scenario     {} ({} on {} hosts × {} planes, {} switches; policy {}, seed {})\n", r.name,
-                     sim::to_string(cfg.workload.kind), r.hosts, r.planes, r.switches, policy_name(cfg.policy), cfg.seed);
+    s += fmt::format("scenario     {} ({} on {} hosts × {} planes, {} switches; policy {}, cc {}, seed {})\n", r.name,
+                     sim::to_string(cfg.workload.kind), r.hosts, r.planes, r.switches, policy_name(cfg.policy),
+                     cc_name(cfg.cc.algorithm), cfg.seed);
     s += fmt::format("completed    {}  ({} flows in {} steps)\n", r.completed ? "yes" : "NO", r.flows, r.steps);
     s += fmt::format("job          {:.1f} µs  (ideal {:.1f} µs, ×{:.2f})\n", r.job_us, r.ideal_job_us,
                      r.ideal_job_us > 0 ? r.job_us / r.ideal_job_us : 0.0);
@@ -120,6 +125,8 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
                      r.fct_mean_us, r.fct_p50_us, r.fct_p99_us, r.fct_max_us, r.ideal_fct_us_typical, r.fct_p99_over_ideal);
     s += fmt::format("packets      {} data ({} all), {} retransmitted, {} trimmed, {} ECN-marked, {} dropped\n",
                      r.data_packets, r.packets, r.retransmits, r.trims, r.ecn_marks, r.drops);
+    s += fmt::format("queue peaks  last hop {} B, fabric {} B (data class)\n", r.last_hop_queue_peak_bytes,
+                     r.fabric_queue_peak_bytes);
     s += fmt::format("paths        {} EV retirements, {} QP errors\n", r.ev_retirements, r.qp_errors);
     if (r.plan_max_link_sharing != 0)
         s += fmt::format("plan         at most {} connection(s) per T0-T1 link; {} active slots off the plan\n",

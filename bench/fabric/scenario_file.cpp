@@ -41,7 +41,7 @@ void get(const json& j, const char* key, T& out, const std::string& where) {
 std::uint64_t us_to_ps(double us) { return static_cast<std::uint64_t>(us * 1e6 + 0.5); }
 
 sim::QueueConfig queue(const json& j, const std::string& where, sim::QueueConfig q) {
-    only(j, where, {"limit_kb", "priority_limit_kb", "ecn_kb", "trim", "trim_bytes"});
+    only(j, where, {"limit_kb", "priority_limit_kb", "ecn_kb", "trim", "trim_bytes", "ecn_last_hop"});
     double limit_kb = static_cast<double>(q.limit_bytes) / 1024, prio_kb = static_cast<double>(q.priority_limit_bytes) / 1024;
     double ecn_kb = -1;
     get(j, "limit_kb", limit_kb, where);
@@ -49,6 +49,7 @@ sim::QueueConfig queue(const json& j, const std::string& where, sim::QueueConfig
     get(j, "ecn_kb", ecn_kb, where);
     get(j, "trim", q.trim, where);
     get(j, "trim_bytes", q.trim_bytes, where);
+    get(j, "ecn_last_hop", q.ecn_last_hop, where);
     q.limit_bytes = static_cast<std::uint64_t>(limit_kb * 1024);
     q.priority_limit_bytes = static_cast<std::uint64_t>(prio_kb * 1024);
     if (j.contains("ecn_kb")) q.ecn_threshold_bytes = ecn_kb < 0 ? UINT64_MAX : static_cast<std::uint64_t>(ecn_kb * 1024);
@@ -140,15 +141,20 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
         get(j, "shuffle", c.workload.shuffle, w);
         get(j, "interleave", c.workload.interleave, w);
     }
-    if (root.contains("cc")) {
+    if (root.contains("cc") && root["cc"].is_string()) {
+        // cc = "dcqcn": the algorithm alone, its parameters at their defaults.
+        c.cc.algorithm = parse_cc(root["cc"].get<std::string>());
+        c.cc.base_rtt_ns = 0;
+    } else if (root.contains("cc")) {
         const json& j = root["cc"];
         const std::string w = file + ".cc";
         only(j, w, {"algorithm", "base_rtt_ns", "fixed_window_bytes", "target_delay_ratio", "max_window_bdp"});
         if (j.contains("algorithm")) {
-            const auto a = j["algorithm"].get<std::string>();
-            if (a == "nscc") c.cc.algorithm = core::CcAlgorithm::nscc;
-            else if (a == "fixed") c.cc.algorithm = core::CcAlgorithm::fixed;
-            else fail(w + ".algorithm", "must be nscc or fixed");
+            try {
+                c.cc.algorithm = parse_cc(j["algorithm"].get<std::string>());
+            } catch (const std::runtime_error& e) {
+                fail(w + ".algorithm", e.what());
+            }
         }
         c.cc.base_rtt_ns = 0;  // 0 = derived from the fabric
         get(j, "base_rtt_ns", c.cc.base_rtt_ns, w);
@@ -207,11 +213,14 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     if (root.contains("output")) {
         const json& j = root["output"];
         const std::string w = file + ".output";
-        only(j, w, {"bucket_us", "tracked_host"});
+        only(j, w, {"bucket_us", "tracked_host", "queue_peak_from_us"});
         double bucket = 10;
         get(j, "bucket_us", bucket, w);
         c.telemetry_bucket_ps = us_to_ps(bucket);
         get(j, "tracked_host", c.tracked_src_host, w);
+        double peak_from = 0;
+        get(j, "queue_peak_from_us", peak_from, w);
+        c.sim.queue_peak_from_ps = us_to_ps(peak_from);
     }
     return c;
 }
@@ -224,6 +233,23 @@ core::PathPolicy parse_policy(const std::string& name) {
     if (name == "adaptive") return core::PathPolicy::adaptive;
     if (name == "planned") return core::PathPolicy::planned;
     throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive or planned, got '{}'", name));
+}
+
+core::CcAlgorithm parse_cc(const std::string& name) {
+    for (core::CcAlgorithm a :
+         {core::CcAlgorithm::fixed, core::CcAlgorithm::nscc, core::CcAlgorithm::dcqcn, core::CcAlgorithm::hpcc})
+        if (name == cc_name(a)) return a;
+    throw std::runtime_error(fmt::format("cc must be fixed, nscc, dcqcn or hpcc, got '{}'", name));
+}
+
+const char* cc_name(core::CcAlgorithm a) noexcept {
+    switch (a) {
+        case core::CcAlgorithm::fixed: return "fixed";
+        case core::CcAlgorithm::nscc: return "nscc";
+        case core::CcAlgorithm::dcqcn: return "dcqcn";
+        case core::CcAlgorithm::hpcc: return "hpcc";
+    }
+    return "unknown";
 }
 
 sim::ScenarioConfig load_scenario(const std::string& path) {

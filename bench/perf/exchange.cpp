@@ -57,7 +57,12 @@ bool address_from_json(const nlohmann::json& j, DeviceAddress& a) {
 }
 
 nlohmann::json cc_json(const CcConfig& c) {
-    return {{"algorithm", c.algorithm == CcAlgorithm::fixed ? "fixed" : "nscc"},
+    const char* algorithm = c.algorithm == CcAlgorithm::fixed   ? "fixed"
+                            : c.algorithm == CcAlgorithm::dcqcn ? "dcqcn"
+                            : c.algorithm == CcAlgorithm::hpcc  ? "hpcc"
+                                                                : "nscc";
+    // The DCQCN and HPCC parameters travel at their defaults: omrc-perf has no option for them.
+    return {{"algorithm", algorithm},
             {"fixed_window_bytes", c.fixed_window_bytes},
             {"base_rtt_ns", c.base_rtt_ns},
             {"link_rate_bps", c.link_rate_bps},
@@ -68,8 +73,11 @@ nlohmann::json cc_json(const CcConfig& c) {
 bool cc_from_json(const nlohmann::json& j, CcConfig& c) {
     try {
         const std::string algorithm = j.at("algorithm").get<std::string>();
-        if (algorithm != "fixed" && algorithm != "nscc") return false;
-        c.algorithm = algorithm == "fixed" ? CcAlgorithm::fixed : CcAlgorithm::nscc;
+        if (algorithm == "fixed") c.algorithm = CcAlgorithm::fixed;
+        else if (algorithm == "nscc") c.algorithm = CcAlgorithm::nscc;
+        else if (algorithm == "dcqcn") c.algorithm = CcAlgorithm::dcqcn;
+        else if (algorithm == "hpcc") c.algorithm = CcAlgorithm::hpcc;
+        else return false;
         c.fixed_window_bytes = j.at("fixed_window_bytes").get<std::uint64_t>();
         c.base_rtt_ns = j.at("base_rtt_ns").get<std::uint64_t>();
         c.link_rate_bps = j.at("link_rate_bps").get<std::uint64_t>();

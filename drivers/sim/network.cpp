@@ -3,6 +3,7 @@
 // Forwarding is in forwarding.cpp, NICs in nic.cpp.
 #include "drivers/sim/network.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace omrc::sim {
@@ -183,6 +184,15 @@ void Simulator::start_tx(std::uint32_t idx) {
         port.busy_until_ps = now_ + ser;
         port.tx_bytes += bytes;
         ++port.tx_pkts;
+        if (cfg_.int_telemetry && p->data && !port.nic_side && p->telemetry.hops < wire::kMaxIntHops) {
+            // HPCC's record, stamped as the packet leaves the egress.
+            wire::IntHop& h = p->telemetry.hop[p->telemetry.hops++];
+            h.port_id = idx;
+            h.qlen_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(port.lo.bytes + port.hi.bytes, UINT32_MAX));
+            h.tx_bytes = port.tx_bytes;
+            h.ts_ns = to_ns(now_);
+            h.rate_bps = l.rate_bps;
+        }
         if (port.nic_side || !port.hi.empty() || !port.lo.empty()) {
             port.tx_event_ps = now_ + ser;
             events_q_.push(now_ + ser, EventKind::tx_done, idx);
@@ -227,7 +237,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
         }
         port.hi.push(p);
     } else {
-        if (!port.last_hop && port.lo.bytes > q.ecn_threshold_bytes) {
+        if ((!port.last_hop || q.ecn_last_hop) && port.lo.bytes > q.ecn_threshold_bytes) {
             // ECN = CE in the first IPv6 header (the outer one in srv6 mode) when ECN-capable.
             std::uint8_t* h = p->frame.header.data();
             if ((h[15] >> 4) & 0x3) {
@@ -236,6 +246,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
             }
         }
         port.lo.push(p);
+        if (now_ >= cfg_.queue_peak_from_ps) port.peak_lo_bytes = std::max(port.peak_lo_bytes, port.lo.bytes);
     }
     start_tx(idx);
 }

@@ -51,6 +51,9 @@ struct QueueConfig {
     std::uint64_t ecn_threshold_bytes = UINT64_MAX;   ///< data frames finding more queued get CE; UINT64_MAX = off
     bool trim = true;                                 ///< overflowing data frames are trimmed (else dropped)
     std::uint32_t trim_bytes = 128;                   ///< bytes kept; raised to the end of METH when smaller
+    /// Mark on a last-hop (switch → NIC) port too: classic RoCE, where the
+    /// receiver's downlink is DCQCN's congestion point. MRC never marks there.
+    bool ecn_last_hop = false;
 };
 
 /// One direction's physical layer.
@@ -69,6 +72,7 @@ struct Port {
     std::uint32_t drops = 0;        ///< queue overflow (tail drop) and link-down drops
     std::uint32_t trims = 0;
     std::uint32_t ecn_marks = 0;
+    std::uint64_t peak_lo_bytes = 0; ///< most data-class bytes queued here from SimConfig::queue_peak_from_ps (the frame serialising excluded)
     std::uint32_t epoch = 0;        ///< bumped when the link goes down: frames on the wire are lost
     TimePs busy_until_ps = 0;       ///< end of the current frame's serialisation
     TimePs tx_event_ps = kNeverPs;  ///< time of the live tx_done event (others pending are stale)
@@ -125,6 +129,8 @@ struct SimConfig {
     TimePs telemetry_bucket_ps = 10 * kPsPerUs; ///< per-plane delivered-bytes series resolution; 0 = off
     std::uint32_t tracked_src_nic = UINT32_MAX;  ///< also keep a series of this NIC's delivered data bytes
     bool log_down_drops = false;              ///< keep (time, port) of every data frame lost to a down link
+    bool int_telemetry = false;               ///< switch egresses stamp INT records on data packets (HPCC)
+    TimePs queue_peak_from_ps = 0;            ///< Port::peak_lo_bytes counts only from this time (skips a start-up burst)
 };
 
 /// Sink for what NIC engines report.

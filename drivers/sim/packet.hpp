@@ -13,6 +13,7 @@
 
 #include "drivers/sim/sim_time.hpp"
 #include "wire/gather_frame.hpp"
+#include "wire/int_telemetry.hpp"
 
 namespace omrc::sim {
 
@@ -25,6 +26,10 @@ struct Packet {
     bool priority = false;         ///< control or trimmed: served before data at every queue
     bool data = false;             ///< a data packet (DSCP = data) at the source
     bool trimmed = false;          ///< cut by a switch
+    /// INT (SimConfig::int_telemetry): a data packet's records, one per
+    /// switch egress it left; a SACK's, the ones its engine echoed. Not in
+    /// the frame bytes (docs/PROTOCOL.md "INT telemetry").
+    wire::IntStack telemetry{};
 
     [[nodiscard]] std::uint32_t frame_bytes() const noexcept {
         return frame.header_len + payload_bytes + frame.tail_len;

@@ -412,6 +412,7 @@ void Runner::build() {
     sc.planes = cfg_.topology.plane_count();
     sc.routing = srv6_ ? RoutingMode::usid : RoutingMode::ecmp;
     sc.carry_payload = cfg_.carry_payload;
+    sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
     sc.tracked_src_nic = cfg_.tracked_src_host;
     sc.log_down_drops = std::any_of(cfg_.failures.begin(), cfg_.failures.end(),
@@ -656,6 +657,8 @@ void Runner::summarise_counters(Result& r) const {
         r.trims += p.trims;
         r.ecn_marks += p.ecn_marks;
         r.drops += p.drops;
+        if (p.last_hop) r.last_hop_queue_peak_bytes = std::max(r.last_hop_queue_peak_bytes, p.peak_lo_bytes);
+        else if (!p.nic_side) r.fabric_queue_peak_bytes = std::max(r.fabric_queue_peak_bytes, p.peak_lo_bytes);
     }
     r.qp_errors = qp_errors_;
 }

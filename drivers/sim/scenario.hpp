@@ -89,6 +89,10 @@ struct Result {
     std::uint64_t trims = 0;             ///< data frames trimmed by switches
     std::uint64_t ecn_marks = 0;
     std::uint64_t drops = 0;             ///< frames dropped by queues and down links
+    /// Most data bytes queued at any switch → NIC port, and at any switch →
+    /// switch port, from SimConfig::queue_peak_from_ps on.
+    std::uint64_t last_hop_queue_peak_bytes = 0;
+    std::uint64_t fabric_queue_peak_bytes = 0;
     std::uint64_t ev_retirements = 0;
     /// Policy planned: most connections any of the job's plans (the first,
     /// and those after failures) puts on one T0-T1 link of a plane

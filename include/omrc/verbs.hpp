@@ -167,6 +167,27 @@ enum class PathPolicy : std::uint8_t {
 enum class CcAlgorithm : std::uint8_t {
     fixed,  ///< constant window
     nscc,   ///< NSCC: delay + ECN, quick adapt on trims
+    dcqcn,  ///< DCQCN's reaction point: rate cut on ECN echoes, trims and losses; timer and byte-counter increase
+    hpcc,   ///< HPCC: window from INT telemetry (only the simulator provides it; holds its window without)
+};
+
+/// HPCC's parameters (docs/CONFIG.md `[device.qp.cc]`, `hpcc_*` keys).
+struct HpccConfig {
+    double eta = 0.95;              ///< target utilisation, (0, 1]
+    std::uint32_t max_stage = 5;    ///< additive rounds before a multiplicative adjustment
+    double wai_ratio = 0.0025;      ///< additive increase / initial window
+};
+
+/// DCQCN's parameters (docs/CONFIG.md `[device.qp.cc]`, `dcqcn_*` keys).
+struct DcqcnConfig {
+    double g = 1.0 / 256;                          ///< alpha gain, (0, 1]
+    std::uint64_t alpha_period_ns = 55'000;        ///< alpha decays by (1 − g) per period without a notification
+    std::uint64_t cnp_interval_ns = 50'000;        ///< at most one rate cut per interval
+    std::uint64_t increase_period_ns = 55'000;     ///< rate-increase timer
+    std::uint64_t byte_counter_bytes = 10'000'000; ///< acknowledged bytes per byte-counter increase
+    std::uint32_t fast_recovery_stages = 5;        ///< F
+    double ai_ratio = 0.001;                       ///< additive increase step / line rate
+    double hai_ratio = 0.01;                       ///< hyper increase step / line rate
 };
 
 /// Congestion control of one QP.
@@ -177,6 +198,8 @@ struct CcConfig {
     std::uint64_t link_rate_bps = 100'000'000'000;  ///< nscc: rate of one plane
     double target_delay_ratio = 0.75;               ///< nscc: target queueing delay / base_rtt
     double max_window_bdp = 1.5;                    ///< nscc: initial and maximum window, in BDPs
+    DcqcnConfig dcqcn{};                            ///< dcqcn only (not in the C API's omrc_cc_config: defaults there)
+    HpccConfig hpcc{};                              ///< hpcc only (likewise)
 };
 
 /// Queue capacities, fixed at creation (ibv_qp_cap).

@@ -57,7 +57,9 @@ constexpr std::size_t kMaxNameChars = 63;
 constexpr std::array<std::string_view, 3> kDrivers{"udp", "loopback", "dpdk"};
 constexpr std::array<std::string_view, 2> kFrameModes{"plain", "srv6"};
 constexpr std::array<std::string_view, 3> kPolicies{"ecmp", "spray", "adaptive"};
-constexpr std::array<std::string_view, 2> kCcAlgorithms{"fixed", "nscc"};
+constexpr std::array<std::string_view, 4> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc"};
+constexpr std::array<CcAlgorithm, 4> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn,
+                                                      CcAlgorithm::hpcc};
 
 bool hex_digits(std::string_view s, std::uint32_t& out) {
     if (s.empty() || s.size() > 8) return false;
@@ -183,7 +185,7 @@ bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& 
          [&](const toml::node& v, const std::string& p) {
              std::size_t i = 0;
              if (!read_choice(e, p, v, kCcAlgorithms, i)) return false;
-             cc.algorithm = i == 0 ? CcAlgorithm::fixed : CcAlgorithm::nscc;
+             cc.algorithm = kCcAlgorithmValues[i];
              return true;
          }},
         {"fixed_window_bytes",
@@ -203,6 +205,35 @@ bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& 
          [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 100, cc.target_delay_ratio); }},
         {"max_window_bdp",
          [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1000, cc.max_window_bdp); }},
+        {"dcqcn_g", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.g); }},
+        {"dcqcn_alpha_period_ns",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 1, kMaxTimerNs, cc.dcqcn.alpha_period_ns);
+         }},
+        {"dcqcn_cnp_interval_ns",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 0, kMaxTimerNs, cc.dcqcn.cnp_interval_ns);
+         }},
+        {"dcqcn_increase_period_ns",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 1, kMaxTimerNs, cc.dcqcn.increase_period_ns);
+         }},
+        {"dcqcn_byte_counter_bytes",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 4096, std::uint64_t{1} << 40, cc.dcqcn.byte_counter_bytes);
+         }},
+        {"dcqcn_fast_recovery_stages",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 0, 64, cc.dcqcn.fast_recovery_stages);
+         }},
+        {"dcqcn_ai_ratio", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.ai_ratio); }},
+        {"dcqcn_hai_ratio",
+         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.hai_ratio); }},
+        {"hpcc_eta", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.eta); }},
+        {"hpcc_max_stage",
+         [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 0, 64, cc.hpcc.max_stage); }},
+        {"hpcc_wai_ratio",
+         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.wai_ratio); }},
     };
     return config::read_keys(e, path, *t, keys);
 }

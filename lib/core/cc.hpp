@@ -3,11 +3,13 @@
 // clocked by SACKs. New algorithms implement CongestionControl.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 
 #include "core/config.hpp"
 #include "core/types.hpp"
+#include "wire/int_telemetry.hpp"
 
 namespace omrc::core {
 
@@ -20,6 +22,9 @@ struct AckSample {
     /// Bytes the receiver says it got since its previous SACK (CC_STATE
     /// rcvd_bytes), counting packets no bitmap reported; 0 = not known.
     std::uint64_t delivered_bytes = 0;
+    /// INT records the receiver echoed with this SACK (an OpenMRC extension
+    /// only the simulator fills); valid during on_ack only; null = none.
+    const wire::IntStack* telemetry = nullptr;
 };
 
 class CongestionControl {
@@ -87,6 +92,110 @@ private:
     TimeNs rtt_epoch_start_ns_ = 0;
     std::uint64_t acked_this_epoch_ = 0;   ///< bytes acknowledged since rtt_epoch_start
     std::uint64_t acked_last_epoch_ = 0;   ///< bytes acknowledged in the previous base RTT
+};
+
+/// DCQCN's reaction point (Zhu et al., SIGCOMM 2015), rate based, driven
+/// only by the `now` of its callbacks: its timers (alpha decay, rate
+/// increase) are evaluated lazily at the next event, never by a thread.
+/// A SACK with an ECN echo stands for a CNP, and so do trims and losses
+/// (congestion the network signalled some other way); at most one rate cut
+/// per cnp_interval. The engine is window based, so the rate is turned into
+/// a window: RC · (base_rtt + ack_hold), at least one MTU — what a
+/// SACK-clocked sender keeps in flight to send at RC.
+class Dcqcn final : public CongestionControl {
+public:
+    Dcqcn(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
+    void on_ack(const AckSample& s) override;
+    void on_trim(TimeNs now) override { notify(now); }
+    void on_loss(TimeNs now) override { notify(now); }
+    [[nodiscard]] std::uint64_t window_bytes() const override { return window_bytes_; }
+    [[nodiscard]] const char* name() const override { return "dcqcn"; }
+
+    // Read-only state for tests and dumps.
+    [[nodiscard]] double rate_bps() const noexcept { return rc_bps_; }
+    [[nodiscard]] double target_rate_bps() const noexcept { return rt_bps_; }
+    [[nodiscard]] double alpha() const noexcept { return alpha_; }
+    [[nodiscard]] double line_rate_bps() const noexcept { return line_bps_; }
+    [[nodiscard]] std::uint32_t timer_stage() const noexcept { return timer_stage_; }
+    [[nodiscard]] std::uint32_t byte_stage() const noexcept { return byte_stage_; }
+
+private:
+    /// Runs the alpha and increase timers up to `now`.
+    void advance(TimeNs now);
+    /// A congestion notification (CNP): cut, unless one was taken within cnp_interval.
+    void notify(TimeNs now);
+    /// One increase event (timer or byte counter).
+    void increase();
+    void update_window();
+
+    DcqcnConfig p_;
+    double line_bps_;             ///< planes · link_rate_bps: the largest rate
+    double min_bps_;              ///< the rate whose window is one MTU: the smallest rate
+    double window_ns_;            ///< base_rtt + ack_hold: window = rate · window_ns
+    double mtu_bytes_;
+    double rc_bps_;               ///< current rate RC, in [min_bps, line_bps]
+    double rt_bps_;               ///< target rate RT, in [min_bps, line_bps]
+    double alpha_ = 1.0;          ///< congestion estimate, (0, 1]
+    std::uint32_t timer_stage_ = 0;  ///< increase-timer events since the last cut (T)
+    std::uint32_t byte_stage_ = 0;   ///< byte-counter events since the last cut (BC)
+    std::uint64_t bytes_since_event_ = 0;  ///< acknowledged bytes toward the next byte-counter event
+    bool started_ = false;        ///< the timers run from the first event (no clock before it)
+    bool cut_ever_ = false;       ///< a cut happened: last_cut_ns is valid
+    TimeNs last_cut_ns_ = 0;
+    TimeNs next_alpha_ns_ = 0;    ///< when alpha next decays (valid once started)
+    TimeNs next_increase_ns_ = 0; ///< when the increase timer next fires (valid once started)
+    std::uint64_t window_bytes_;  ///< rc · window_ns / 8, ≥ one MTU; recomputed on every change
+};
+
+/// HPCC (Li et al., SIGCOMM 2019): per SACK, the utilisation of every hop
+/// from its INT record and the previous record of the same egress (queue
+/// over BDP plus transmit rate over line rate), the largest one smoothed
+/// over a base RTT; the window is the reference window scaled by η / U
+/// when U ≥ η (or after max_stage additive rounds), else the reference plus
+/// W_AI; the reference window is updated at most once per base RTT.
+/// Without telemetry it holds its window; trims and losses leave it alone
+/// (the next INT records show the queue that caused them).
+class Hpcc final : public CongestionControl {
+public:
+    Hpcc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
+    void on_ack(const AckSample& s) override;
+    void on_trim(TimeNs) override {}
+    void on_loss(TimeNs) override {}
+    [[nodiscard]] std::uint64_t window_bytes() const override { return static_cast<std::uint64_t>(w_); }
+    [[nodiscard]] const char* name() const override { return "hpcc"; }
+
+    [[nodiscard]] double utilisation() const noexcept { return u_; }
+    [[nodiscard]] double reference_window_bytes() const noexcept { return wc_; }
+    [[nodiscard]] std::uint32_t stage() const noexcept { return inc_stage_; }
+
+private:
+    /// The previous record of one egress, in a table direct mapped by a
+    /// hash of its port id. A sprayed QP crosses many egresses (incast_32:
+    /// 8 planes × (16 uplinks + 16 T1 downlinks) + 8 last hops); a colliding
+    /// egress evicts the record, and the next sample of either is lost.
+    /// 1024 slots keep collisions rare at that size (40 KB per QP).
+    struct Prev {
+        bool valid = false;
+        wire::IntHop hop{};
+    };
+    static constexpr std::size_t kPrevSlots = 1024;
+    [[nodiscard]] static std::size_t slot_of(std::uint32_t port_id) noexcept {
+        return (port_id * 2654435761u) >> 22;  // Fibonacci hashing to 10 bits
+    }
+
+    HpccConfig p_;
+    std::uint64_t base_rtt_ns_;   ///< T
+    double base_rtt_s_;           ///< T, seconds
+    double w_init_;               ///< line rate · (base_rtt + ack_hold), bytes: initial and largest window
+    double w_min_;                ///< one MTU
+    double wai_;                  ///< W_AI, bytes
+    double w_;                    ///< current window, bytes, in [w_min, w_init]
+    double wc_;                   ///< reference window, bytes, in [w_min, w_init]
+    double u_ = 0;                ///< smoothed normalised in-flight bytes of the busiest hop
+    std::uint32_t inc_stage_ = 0;
+    bool updated_ever_ = false;
+    TimeNs last_update_ns_ = 0;   ///< last reference-window update
+    std::unique_ptr<std::array<Prev, kPrevSlots>> prev_;  ///< on the heap: the CC object stays small
 };
 
 std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes,

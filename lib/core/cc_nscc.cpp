@@ -75,10 +75,4 @@ void Nscc::on_restore(TimeNs) {
     before_adapt_ = 0;
 }
 
-std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes,
-                                           std::uint64_t ack_hold_ns) {
-    if (cfg.algorithm == CcAlgorithm::fixed) return std::make_unique<FixedWindow>(cfg.fixed_window_bytes);
-    return std::make_unique<Nscc>(cfg, planes, mtu_bytes, ack_hold_ns);
-}
-
 }  // namespace omrc::core

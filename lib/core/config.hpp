@@ -40,15 +40,41 @@ struct PathPlan {
 enum class CcAlgorithm : std::uint8_t {
     fixed,  ///< constant window (tests, baselines)
     nscc,   ///< NSCC (delay + ECN, quick adapt on trims)
+    dcqcn,  ///< DCQCN's reaction point (rate based on ECN echoes; window = rate · RTT)
+    hpcc,   ///< HPCC: window from the utilisation INT telemetry reports (needs INT; holds without)
+};
+
+/// HPCC's parameters (lib/core/cc_hpcc.cpp; Li et al., SIGCOMM 2019).
+struct HpccConfig {
+    double eta = 0.95;                 ///< target utilisation η, (0, 1]
+    std::uint32_t max_stage = 5;       ///< additive-increase rounds before a multiplicative adjustment
+    double wai_ratio = 0.0025;         ///< additive increase W_AI / initial window (ours: (1 − η) / 20)
+};
+
+/// DCQCN's reaction-point parameters (lib/core/cc_dcqcn.cpp). Defaults are
+/// the published ones (Zhu et al., SIGCOMM 2015) where one exists; the
+/// increase steps are fractions of the QP's line rate (every plane's
+/// link_rate_bps together) so that they scale with it.
+struct DcqcnConfig {
+    double g = 1.0 / 256;                         ///< alpha gain, (0, 1]
+    std::uint64_t alpha_period_ns = 55'000;       ///< alpha decays by (1 − g) per period without a notification
+    std::uint64_t cnp_interval_ns = 50'000;       ///< at most one rate cut per interval (a CNP generator's spacing)
+    std::uint64_t increase_period_ns = 55'000;    ///< rate-increase timer period
+    std::uint64_t byte_counter_bytes = 10'000'000; ///< acknowledged bytes per byte-counter increase event
+    std::uint32_t fast_recovery_stages = 5;       ///< F: increase events of fast recovery before additive increase
+    double ai_ratio = 0.001;                      ///< additive increase step RAI / line rate (40 Mb/s of 40 Gb/s)
+    double hai_ratio = 0.01;                      ///< hyper increase step RHAI / line rate (ours: 10 · RAI)
 };
 
 struct CcConfig {
     CcAlgorithm algorithm = CcAlgorithm::nscc;
     std::uint64_t fixed_window_bytes = 4u << 20;  ///< fixed: the window; nscc: unused
-    std::uint64_t base_rtt_ns = 10'000;           ///< nscc: unloaded round trip
-    std::uint64_t link_rate_bps = 100'000'000'000; ///< nscc: one plane's rate; BDP = rate · base_rtt · planes
+    std::uint64_t base_rtt_ns = 10'000;           ///< nscc, dcqcn: unloaded round trip
+    std::uint64_t link_rate_bps = 100'000'000'000; ///< nscc, dcqcn: one plane's rate; BDP = rate · base_rtt · planes
     double target_delay_ratio = 0.75;             ///< nscc: target queueing delay as a fraction of base_rtt
     double max_window_bdp = 1.5;                  ///< nscc: initial and maximum window in BDPs
+    DcqcnConfig dcqcn{};                          ///< dcqcn only
+    HpccConfig hpcc{};                            ///< hpcc only
 };
 
 /// Per-endpoint engine configuration.

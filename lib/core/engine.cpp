@@ -552,6 +552,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     const wire::Opcode op = f.bth.opcode;
     rx_plane_ = frame.plane;
     rx_ev_ = f.ev;
+    rx_telemetry_ = frame.telemetry;
     if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
         on_endpoint(f, frame.plane, now);
         return;

@@ -233,6 +233,7 @@ private:
     Ring<wire::GatherFrame> ctrl_;           ///< control frames waiting for poll_tx
     std::uint8_t rx_plane_ = 0;              ///< plane of the frame being received (rx_one)
     std::uint32_t rx_ev_ = 0;                ///< its EV
+    const wire::IntStack* rx_telemetry_ = nullptr;  ///< its INT records (null = none), valid during rx_one
     Ring<Completion> completions_{64};
     Ring<PathEvent> path_events_{64};
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up

@@ -18,7 +18,9 @@ wire::GatherFrame* Engine::ctrl_slot() {
         ++stats_.ctrl_queue_overflow;
         return nullptr;
     }
-    return &ctrl_.emplace_back();
+    wire::GatherFrame& g = ctrl_.emplace_back();  // a reused slot: clear what not every builder sets
+    g.telemetry = nullptr;
+    return &g;
 }
 
 void Engine::finish_ctrl(wire::GatherFrame& g, const wire::FrameSpec& spec) {
@@ -120,6 +122,7 @@ void Engine::send_sack(Qp& qp, TimeNs now) {
     const std::int32_t off = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
     h.ack_psn_offset = static_cast<std::int16_t>(std::clamp(off, -32768, 32767));
     if (qp.ack_trigger_ecn) h.skip = wire::SackSkip::skip_once;
+    if (qp.ack_trigger_has_int) g->telemetry = &qp.ack_trigger_int;
     // The bitmap normally starts right after cack: that is where holes block
     // the sender's window, and the sender infers losses only from such
     // bitmaps. When the triggering packet is more than 64 PSNs ahead, every
@@ -240,6 +243,8 @@ void Engine::note_ack(Qp& qp, const wire::FrameView& f, bool ack_now) {
         qp.ack_trigger_plane = rx_plane_;
         qp.ack_trigger_ts = f.has_tseth ? f.tseth().tx_timestamp : 0;
         qp.ack_trigger_ecn = ecn;
+        qp.ack_trigger_has_int = rx_telemetry_ != nullptr && rx_telemetry_->hops != 0;
+        if (qp.ack_trigger_has_int) qp.ack_trigger_int = *rx_telemetry_;
     }
     ++qp.ack_pending;
     qp.ack_due = qp.ack_due || ack_now || ecn || qp.ack_pending >= cfg_.ack_every_pkts;

@@ -98,6 +98,7 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     const SendMsg& m = qp.sq[p.msg_slot];
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     const std::uint8_t plane = slot.plane;
+    out.telemetry = nullptr;  // the driver's slot may hold an earlier SACK's
 
     // Sender state first: whether this packet must ask for an acknowledgement
     // depends on what the QP can send after it.
@@ -574,6 +575,7 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         a.delivered_bytes = delivered;
         a.ecn = s.skip == wire::SackSkip::skip_once;
         a.now = now;
+        a.telemetry = rx_telemetry_;
         a.rtt_ns = probe_answer ? 0 : rtt_sample(qp, s, cc_state.ts_echo, now);
         if (a.rtt_ns != 0) {
             // Per plane too (the trigger's): timeouts and reorder windows are per plane.

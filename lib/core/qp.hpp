@@ -148,6 +148,8 @@ struct Qp {
     std::uint8_t ack_trigger_plane = 0;  ///< plane the triggering packet arrived on (the SACK goes back on it)
     std::uint16_t ack_trigger_ts = 0;
     bool ack_trigger_ecn = false;
+    bool ack_trigger_has_int = false;      ///< the trigger came with INT records (simulator only)
+    wire::IntStack ack_trigger_int{};      ///< ... these, echoed with the SACK
     /// A retransmission arrived that was already received: the sender's loss
     /// reaction was spurious (CC_STATE restore_cwnd in the next SACK).
     bool ack_restore_cwnd = false;

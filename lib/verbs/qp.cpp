@@ -53,12 +53,28 @@ QpState from_core(core::QpState s) {
 
 core::CcConfig to_core(const CcConfig& c) {
     core::CcConfig o{};
-    o.algorithm = c.algorithm == CcAlgorithm::fixed ? core::CcAlgorithm::fixed : core::CcAlgorithm::nscc;
+    switch (c.algorithm) {
+        case CcAlgorithm::fixed: o.algorithm = core::CcAlgorithm::fixed; break;
+        case CcAlgorithm::nscc: o.algorithm = core::CcAlgorithm::nscc; break;
+        case CcAlgorithm::dcqcn: o.algorithm = core::CcAlgorithm::dcqcn; break;
+        case CcAlgorithm::hpcc: o.algorithm = core::CcAlgorithm::hpcc; break;
+    }
     o.fixed_window_bytes = c.fixed_window_bytes;
     o.base_rtt_ns = c.base_rtt_ns;
     o.link_rate_bps = c.link_rate_bps;
     o.target_delay_ratio = c.target_delay_ratio;
     o.max_window_bdp = c.max_window_bdp;
+    o.dcqcn.g = c.dcqcn.g;
+    o.dcqcn.alpha_period_ns = c.dcqcn.alpha_period_ns;
+    o.dcqcn.cnp_interval_ns = c.dcqcn.cnp_interval_ns;
+    o.dcqcn.increase_period_ns = c.dcqcn.increase_period_ns;
+    o.dcqcn.byte_counter_bytes = c.dcqcn.byte_counter_bytes;
+    o.dcqcn.fast_recovery_stages = c.dcqcn.fast_recovery_stages;
+    o.dcqcn.ai_ratio = c.dcqcn.ai_ratio;
+    o.dcqcn.hai_ratio = c.dcqcn.hai_ratio;
+    o.hpcc.eta = c.hpcc.eta;
+    o.hpcc.max_stage = c.hpcc.max_stage;
+    o.hpcc.wai_ratio = c.hpcc.wai_ratio;
     return o;
 }
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <span>
 
+#include "wire/int_telemetry.hpp"
+
 namespace omrc::wire {
 
 struct GatherFrame {
@@ -29,6 +31,10 @@ struct GatherFrame {
     /// in registered memory: it may be reused as soon as the engine has the
     /// packet acknowledged, so a zero-copy driver copies it instead.
     bool payload_in_engine_memory = false;
+    /// A SACK's echoed INT records (OpenMRC extension, docs/PROTOCOL.md):
+    /// engine memory, valid until the next call into the engine; drivers
+    /// that carry no telemetry ignore it. Null on every other frame.
+    const IntStack* telemetry = nullptr;
     std::array<std::uint8_t, kMaxHeader> header{};
     std::array<Segment, kMaxSegments> segments{};
     std::array<std::uint8_t, 8> tail{};
@@ -40,6 +46,7 @@ struct GatherFrame {
         tail_len = o.tail_len;
         segment_count = o.segment_count;
         payload_in_engine_memory = o.payload_in_engine_memory;
+        telemetry = o.telemetry;
         std::memcpy(header.data(), o.header.data(), o.header_len);
         for (std::size_t i = 0; i < o.segment_count; ++i) segments[i] = o.segments[i];
         std::memcpy(tail.data(), o.tail.data(), o.tail_len);

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "wire/int_telemetry.hpp"
+
 namespace omrc::wire {
 
 struct RxFrame {
@@ -20,6 +22,10 @@ struct RxFrame {
     const std::uint8_t* payload = nullptr;
     std::uint32_t payload_len = 0;
     std::uint16_t split = 0;
+    /// INT records that came with the frame (an OpenMRC extension only the
+    /// simulator fills: a data packet's path, or the ones a SACK echoes);
+    /// valid during the call; null = none.
+    const IntStack* telemetry = nullptr;
 
     [[nodiscard]] std::uint32_t frame_len() const noexcept { return len + payload_len; }
 };

@@ -24,6 +24,8 @@ struct SentFrame {
     std::vector<std::uint8_t> bytes;
     wire::ParsedFrame f;
     std::uint8_t plane = 0;
+    bool has_telemetry = false;   ///< GatherFrame::telemetry was set (a SACK echoing INT records)
+    wire::IntStack telemetry{};   ///< ... a copy of them
 };
 
 class CraftedPeer {
@@ -117,6 +119,12 @@ public:
     void deliver(const std::vector<std::uint8_t>& frame, std::uint8_t plane = 0) {
         deliver(std::vector<std::vector<std::uint8_t>>{frame}, plane);
     }
+    /// One frame with INT records beside it (as the simulator hands them over).
+    void deliver(const std::vector<std::uint8_t>& frame, const wire::IntStack& telemetry, std::uint8_t plane = 0) {
+        wire::RxFrame rx{frame.data(), static_cast<std::uint32_t>(frame.size()), plane};
+        rx.telemetry = &telemetry;
+        engine_.on_rx_burst({&rx, 1}, pair_.now);
+    }
 
     /// Runs the engine's timers at `now` (advancing the pair's clock).
     void at(core::TimeNs now) {
@@ -135,6 +143,8 @@ public:
                 s.bytes.resize(tx[k].size());
                 tx[k].flatten(s.bytes);
                 s.plane = tx[k].plane;
+                s.has_telemetry = tx[k].telemetry != nullptr;
+                if (s.has_telemetry) s.telemetry = *tx[k].telemetry;
                 out.push_back(std::move(s));
             }
             if (n < tx.size()) break;

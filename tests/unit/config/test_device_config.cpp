@@ -251,6 +251,23 @@ TEST_CASE("config: the other choices and forms of values", "[config]") {
     CHECK(one("[device.qp]\npath_policy = \"adaptive\"\n").qp.path_policy == PathPolicy::adaptive);
     CHECK(one("[device.qp.cc]\nalgorithm = \"nscc\"\n").qp.cc.algorithm == CcAlgorithm::nscc);
     CHECK(one("[device.qp.cc]\nlink_rate_gbps = 400\n").qp.cc.link_rate_bps == 400'000'000'000ull);
+    {
+        const DeviceConfig dc = one("[device.qp.cc]\nalgorithm = \"dcqcn\"\ndcqcn_g = 0.0625\ndcqcn_alpha_period_ns = 1000\n"
+                                    "dcqcn_cnp_interval_ns = 0\ndcqcn_increase_period_ns = 2000\n"
+                                    "dcqcn_byte_counter_bytes = 65536\ndcqcn_fast_recovery_stages = 3\n"
+                                    "dcqcn_ai_ratio = 0.002\ndcqcn_hai_ratio = 0.02\n");
+        CHECK(dc.qp.cc.algorithm == CcAlgorithm::dcqcn);
+        CHECK(dc.qp.cc.dcqcn.g == 0.0625);
+        CHECK(dc.qp.cc.dcqcn.alpha_period_ns == 1000);
+        CHECK(dc.qp.cc.dcqcn.cnp_interval_ns == 0);
+        CHECK(dc.qp.cc.dcqcn.increase_period_ns == 2000);
+        CHECK(dc.qp.cc.dcqcn.byte_counter_bytes == 65536);
+        CHECK(dc.qp.cc.dcqcn.fast_recovery_stages == 3);
+        CHECK(dc.qp.cc.dcqcn.ai_ratio == 0.002);
+        CHECK(dc.qp.cc.dcqcn.hai_ratio == 0.02);
+        // Untouched keys keep their defaults.
+        CHECK(one("[device.qp.cc]\nalgorithm = \"dcqcn\"\n").qp.cc.dcqcn.g == 1.0 / 256);
+    }
     CHECK(one("[device.qp]\nmtu = 64\n").qp.mtu_bytes == 64);
     CHECK(one("[device.qp]\nmtu = 4096\n").qp.mtu_bytes == 4096);
     CHECK(one("[device.qp]\nmpr = 1\n").qp.mpr == 1);
@@ -455,8 +472,15 @@ TEST_CASE("config: every error names the file, the key's dotted path and its lin
         {dev + "frame_mode = \"SRv6\"\n", "cfg.toml: device 'omrc0'.frame_mode: must be one of \"plain\", \"srv6\", got \"SRv6\" (line 4)"},
         {dev + "[device.qp]\npath_policy = \"rr\"\n",
          "cfg.toml: device 'omrc0'.qp.path_policy: must be one of \"ecmp\", \"spray\", \"adaptive\", got \"rr\" (line 5)"},
-        {dev + "[device.qp.cc]\nalgorithm = \"dcqcn\"\n",
-         "cfg.toml: device 'omrc0'.qp.cc.algorithm: must be one of \"fixed\", \"nscc\", got \"dcqcn\" (line 5)"},
+        {dev + "[device.qp.cc]\nalgorithm = \"qcn\"\n",
+         "cfg.toml: device 'omrc0'.qp.cc.algorithm: must be one of \"fixed\", \"nscc\", \"dcqcn\", \"hpcc\", got \"qcn\" (line 5)"},
+        {dev + "[device.qp.cc]\ndcqcn_g = 2\n", "cfg.toml: device 'omrc0'.qp.cc.dcqcn_g: must be > 0 and ≤ 1, got 2 (line 5)"},
+        {dev + "[device.qp.cc]\ndcqcn_alpha_period_ns = 0\n",
+         "cfg.toml: device 'omrc0'.qp.cc.dcqcn_alpha_period_ns: must be 1..3600000000000, got 0 (line 5)"},
+        {dev + "[device.qp.cc]\ndcqcn_byte_counter_bytes = 100\n",
+         "cfg.toml: device 'omrc0'.qp.cc.dcqcn_byte_counter_bytes: must be 4096..1099511627776, got 100 (line 5)"},
+        {dev + "[device.qp.cc]\ndcqcn_fast_recovery_stages = 65\n",
+         "cfg.toml: device 'omrc0'.qp.cc.dcqcn_fast_recovery_stages: must be 0..64, got 65 (line 5)"},
         {"[[device]]\nname = \"omrc0\"\ndriver = \"verbs\"\n",
          "cfg.toml: device 'omrc0'.driver: must be one of \"udp\", \"loopback\", \"dpdk\", got \"verbs\" (line 3)"},
         {dev + "local_addr = \"10.0.0.1\"\n",

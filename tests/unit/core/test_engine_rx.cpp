@@ -364,6 +364,31 @@ TEST_CASE("Engine::on_endpoint__responses_and_other_qpns_are_unexpected", "[unit
 
 // ---- send_sack ----
 
+TEST_CASE("Engine::send_sack__echoes_the_triggers_int_records", "[unit][core]") {
+    // INT records (docs/PROTOCOL.md 11.7) that came with the ACK trigger go
+    // out beside its SACK; a SACK whose trigger had none carries none.
+    Rx t;
+    wire::IntStack st;
+    st.hops = 2;
+    st.hop[0] = {11, 1000, 123'456, 5'000, 100'000'000'000};
+    st.hop[1] = {42, 0, 654'321, 5'400, 100'000'000'000};
+    t.peer->deliver(t.packet(0, 2, true), st);
+    {
+        const auto sacks = CraftedPeer::only(t.peer->sent(), Opcode::sack);
+        REQUIRE(sacks.size() == 1);
+        REQUIRE(sacks[0]->has_telemetry);
+        CHECK(sacks[0]->telemetry.hops == 2);
+        CHECK(sacks[0]->telemetry.hop[0].port_id == 11);
+        CHECK(sacks[0]->telemetry.hop[0].tx_bytes == 123'456);
+        CHECK(sacks[0]->telemetry.hop[1].port_id == 42);
+        CHECK(sacks[0]->telemetry.hop[1].ts_ns == 5'400);
+    }
+    t.peer->deliver(t.packet(1, 2, true));
+    const auto sacks = CraftedPeer::only(t.peer->sent(), Opcode::sack);
+    REQUIRE(sacks.size() == 1);
+    CHECK_FALSE(sacks[0]->has_telemetry);
+}
+
 TEST_CASE("Engine::send_sack__a_far_trigger_is_covered_by_every_other_sack", "[unit][core]") {
     Rx t;
     // Packet 0 is missing; packets 100 and 101 arrive, each asking for a SACK.
