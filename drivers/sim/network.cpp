@@ -24,6 +24,7 @@ Simulator::Simulator(const SimConfig& cfg) : cfg_(cfg) {
     txbuf_.resize(32);
     wcbuf_.resize(32);
     rxbuf_.assign(16384, 0);
+    if (cfg_.int_telemetry) pool_.enable_telemetry();
 }
 
 Simulator::~Simulator() = default;
@@ -184,9 +185,9 @@ void Simulator::start_tx(std::uint32_t idx) {
         port.busy_until_ps = now_ + ser;
         port.tx_bytes += bytes;
         ++port.tx_pkts;
-        if (cfg_.int_telemetry && p->data && !port.nic_side && p->telemetry.hops < wire::kMaxIntHops) {
+        if (p->telemetry != nullptr && p->data && !port.nic_side && p->telemetry->hops < wire::kMaxIntHops) {
             // HPCC's record, stamped as the packet leaves the egress.
-            wire::IntHop& h = p->telemetry.hop[p->telemetry.hops++];
+            wire::IntHop& h = p->telemetry->hop[p->telemetry->hops++];
             h.port_id = idx;
             h.qlen_bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(port.lo.bytes + port.hi.bytes, UINT32_MAX));
             h.tx_bytes = port.tx_bytes;

@@ -48,7 +48,7 @@ void Simulator::nic_receive(std::uint32_t nic, std::uint32_t plane, Packet* p) {
     }
     std::memcpy(b + off, g.tail.data(), g.tail_len);
     wire::RxFrame rx{b, static_cast<std::uint32_t>(size), static_cast<std::uint8_t>(plane)};
-    if (p->telemetry.hops != 0) rx.telemetry = &p->telemetry;
+    if (p->telemetry != nullptr && p->telemetry->hops != 0) rx.telemetry = p->telemetry;
     nics_[nic].engine->on_rx_burst({&rx, 1}, now_ns());
     pool_.put(p);
     std::memset(b, 0, size);
@@ -82,8 +82,10 @@ void Simulator::pull(std::uint32_t nic) {
             Packet* p = pool_.get();
             p->frame = g;
             // Echoed INT records travel with the packet, not as a pointer into the engine.
-            p->telemetry.hops = 0;
-            if (g.telemetry != nullptr) p->telemetry = *g.telemetry;
+            if (p->telemetry != nullptr) {
+                p->telemetry->hops = 0;
+                if (g.telemetry != nullptr) *p->telemetry = *g.telemetry;
+            }
             p->frame.telemetry = nullptr;
             p->payload_bytes = static_cast<std::uint32_t>(g.payload_len());
             p->src_nic = nic;
