@@ -57,7 +57,7 @@ QpAttr adaptive_attr() {
 
 }  // namespace
 
-TEST_CASE("row 1: 10% random loss on all paths, 1 GiB of WRITEs 4 KiB-8 MiB", "[fault]") {
+TEST_CASE("row 1: 10% random loss on all paths, 1 GiB of WRITEs 4 KiB-8 MiB", "[fault][fault_long]") {
     const std::uint64_t seed = 101;
     CAPTURE(seed);
     const std::size_t total = std::size_t{1} << 30;
