@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     app.add_option("scenario", scenario, "scenario file (.toml or .json), e.g. bench/fabric/scenarios/perm_1024.toml")
         ->required()
         ->check(CLI::ExistingFile);
-    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive or planned (a conflict-free T1 per flow and plane, computed from the topology and workload)");
+    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive, planned (a conflict-free T1 per flow and plane, computed from the topology and workload) or rnl (a hashed T1 per flow and plane; a controller scores links and moves the worst flows, a few per interval)");
     app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn or hpcc (INT stamping on)");
     app.add_flag("--json", json, "print the summary as one JSON object");
     app.add_option("--out", out, "directory for CSV series, summary.json and PNG plots");

@@ -20,6 +20,7 @@ const char* policy_name(core::PathPolicy p) {
         case core::PathPolicy::spray: return "spray";
         case core::PathPolicy::adaptive: return "adaptive";
         case core::PathPolicy::planned: return "planned";
+        case core::PathPolicy::rnl: return "rnl";
     }
     return "unknown";
 }
@@ -79,6 +80,9 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["plan_max_link_sharing"] = r.plan_max_link_sharing;
     j["slots_off_plan"] = r.slots_off_plan;
     j["replans"] = r.replans;
+    j["rnl_rounds"] = r.rnl_rounds;
+    j["rnl_moves"] = r.rnl_moves;
+    j["rnl_most_moves_in_a_round"] = r.rnl_most_moves_in_a_round;
     j["ev_slots_away_from_home_at_end"] = r.ev_slots_away_from_home;
     j["ev_assumed_bad_at_end"] = r.ev_bad_at_end;
     j["qp_errors"] = r.qp_errors;
@@ -131,6 +135,9 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     if (r.plan_max_link_sharing != 0)
         s += fmt::format("plan         at most {} connection(s) per T0-T1 link; {} active slots off the plan\n",
                          r.plan_max_link_sharing, r.slots_off_plan);
+    if (r.rnl_rounds != 0)
+        s += fmt::format("rnl          {} rounds, {} migrations, at most {} in a round\n", r.rnl_rounds, r.rnl_moves,
+                         r.rnl_most_moves_in_a_round);
     std::string planes;
     for (double g : r.plane_gbps) planes += fmt::format(" {:.1f}", g);
     s += fmt::format("plane Gb/s  {}\n", planes);

@@ -64,7 +64,7 @@ sim::Tier parse_tier(const std::string& s, const std::string& where) {
 
 sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     sim::ScenarioConfig c;
-    only(root, file, {"name", "seed", "policy", "plan_reaction_us", "routing", "max_time_us", "carry_payload",
+    only(root, file, {"name", "seed", "policy", "plan_reaction_us", "rnl", "routing", "max_time_us", "carry_payload",
                       "topology", "queues", "workload", "cc", "qp", "failures", "output"});
     get(root, "name", c.name, file);
     get(root, "seed", c.seed, file);
@@ -78,6 +78,21 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     double reaction_us = static_cast<double>(c.plan_reaction_ps) / 1e6;
     get(root, "plan_reaction_us", reaction_us, file);
     c.plan_reaction_ps = us_to_ps(reaction_us);
+    if (root.contains("rnl")) {
+        const json& r = root["rnl"];
+        const std::string w = file + ".rnl";
+        only(r, w, {"interval_us", "max_moves", "margin", "queue_weight"});
+        double interval_us = static_cast<double>(c.rnl.interval_ps) / 1e6;
+        get(r, "interval_us", interval_us, w);
+        if (!(interval_us > 0)) fail(w + ".interval_us", "must be positive");
+        c.rnl.interval_ps = us_to_ps(interval_us);
+        get(r, "max_moves", c.rnl.max_moves, w);
+        if (c.rnl.max_moves == 0) fail(w + ".max_moves", "must be at least 1");
+        get(r, "margin", c.rnl.margin, w);
+        if (!(c.rnl.margin >= 0)) fail(w + ".margin", "must be ≥ 0");
+        get(r, "queue_weight", c.rnl.queue_weight, w);
+        if (!(c.rnl.queue_weight >= 0)) fail(w + ".queue_weight", "must be ≥ 0");
+    }
     double max_us = 1e6;
     get(root, "max_time_us", max_us, file);
     c.max_time_ps = us_to_ps(max_us);
@@ -232,7 +247,8 @@ core::PathPolicy parse_policy(const std::string& name) {
     if (name == "spray") return core::PathPolicy::spray;
     if (name == "adaptive") return core::PathPolicy::adaptive;
     if (name == "planned") return core::PathPolicy::planned;
-    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive or planned, got '{}'", name));
+    if (name == "rnl") return core::PathPolicy::rnl;
+    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive, planned or rnl, got '{}'", name));
 }
 
 core::CcAlgorithm parse_cc(const std::string& name) {

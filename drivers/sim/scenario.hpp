@@ -12,6 +12,7 @@
 
 #include "core/config.hpp"
 #include "drivers/sim/network.hpp"
+#include "drivers/sim/rnl.hpp"
 #include "drivers/sim/topology.hpp"
 #include "drivers/sim/workload.hpp"
 
@@ -51,6 +52,7 @@ struct ScenarioConfig {
     /// Policy planned: how long after a T1 fails or returns the controller
     /// installs a new plan (detection, computation and installation).
     TimePs plan_reaction_ps = 100 * kPsPerUs;
+    RnlConfig rnl{};                            ///< policy rnl: the controller's round and migration bounds
     core::CcConfig cc{};                        ///< base_rtt_ns = 0: the fabric's unloaded cross-T1 RTT
     std::uint32_t mtu_bytes = 4096;
     std::uint32_t mpr = 8;                      ///< receive window, units of 128 packets
@@ -101,6 +103,11 @@ struct Result {
     /// Policy planned: active slots of senders' QPs on a T1 their plan does not give them.
     std::uint64_t slots_off_plan = 0;
     std::uint32_t replans = 0;           ///< policy planned: plans installed after failures
+    /// Policy rnl: scoring rounds run, (connection, plane) migrations made
+    /// in all, and the most made in one round (≤ RnlConfig::max_moves).
+    std::uint32_t rnl_rounds = 0;
+    std::uint64_t rnl_moves = 0;
+    std::uint32_t rnl_most_moves_in_a_round = 0;
     std::uint64_t ev_slots_away_from_home = 0;  ///< at the end: active slots not on the EV they started with (all QPs)
     std::uint64_t ev_bad_at_end = 0;     ///< at the end: EVs still ASSUMED_BAD (all QPs)
     std::uint64_t qp_errors = 0;         ///< completions with an error status
