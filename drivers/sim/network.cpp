@@ -4,9 +4,9 @@
 #include "drivers/sim/network.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "drivers/sim/ddc.hpp"
-#include <stdexcept>
 
 namespace omrc::sim {
 
@@ -234,7 +234,7 @@ void Simulator::drop_down(Port& port, Packet* p) {
     ++port.drops;
     ++port.down_drops;
     if (p->data || p->cell) {
-        port.last_down_drop_ps = now_;  // data only: probes keep testing dead paths by design
+        port.last_down_drop_ps = now_;  // data (and DDC cells) only: probes keep testing dead paths by design
         if (cfg_.log_down_drops) down_log_.emplace_back(now_, static_cast<std::uint32_t>(&port - ports_.data()));
     }
     drop(p);

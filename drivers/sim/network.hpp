@@ -85,7 +85,7 @@ struct Port {
     std::uint32_t epoch = 0;        ///< bumped when the link goes down: frames on the wire are lost
     TimePs busy_until_ps = 0;       ///< end of the current frame's serialisation
     TimePs tx_event_ps = kNeverPs;  ///< time of the live tx_done event (others pending are stale)
-    TimePs last_down_drop_ps = 0;   ///< latest *data* frame dropped here because the link or far end was down
+    TimePs last_down_drop_ps = 0;   ///< latest *data* frame (or DDC cell) dropped here because the link or far end was down
     std::uint64_t down_drops = 0;
     std::uint16_t link = 0;         ///< index of its LinkConfig
     std::uint8_t queue = 0;         ///< index of its QueueConfig
