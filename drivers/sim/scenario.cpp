@@ -472,11 +472,13 @@ Result Runner::run() {
 }
 
 void Runner::build() {
+    if (cfg_.routing == RoutingMode::ddc && cfg_.topology.kind == TopologyKind::fat_tree)
+        throw std::invalid_argument("scenario: routing ddc needs a two-tier topology (clos or leaf_spine), not fat_tree");
     srv6_ = cfg_.routing == RoutingMode::usid && cfg_.topology.kind != TopologyKind::fat_tree;
     SimConfig sc = cfg_.sim;
     sc.seed = cfg_.seed;
     sc.planes = cfg_.topology.plane_count();
-    sc.routing = srv6_ ? RoutingMode::usid : RoutingMode::ecmp;
+    sc.routing = srv6_ ? RoutingMode::usid : cfg_.routing == RoutingMode::ddc ? RoutingMode::ddc : RoutingMode::ecmp;
     sc.carry_payload = cfg_.carry_payload;
     sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
@@ -747,6 +749,8 @@ void Runner::summarise_counters(Result& r) const {
         else if (!p.nic_side) r.fabric_queue_peak_bytes = std::max(r.fabric_queue_peak_bytes, p.peak_lo_bytes);
     }
     r.qp_errors = qp_errors_;
+    r.reorder_at_nic = sim_->reorder_at_nic();
+    r.ddc = sim_->ddc_stats();
 }
 
 void Runner::summarise_tracked(Result& r) const {

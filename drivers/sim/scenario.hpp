@@ -46,7 +46,7 @@ struct ScenarioConfig {
     std::string name = "scenario";
     std::uint64_t seed = 1;
     TopologyConfig topology{};
-    RoutingMode routing = RoutingMode::usid;   ///< fat_tree forces ecmp
+    RoutingMode routing = RoutingMode::usid;   ///< fat_tree forces ecmp from usid, rejects ddc
     WorkloadConfig workload{};
     core::PathPolicy policy = core::PathPolicy::adaptive;
     /// Policy planned: how long after a T1 fails or returns the controller
@@ -65,7 +65,7 @@ struct ScenarioConfig {
     TimePs telemetry_bucket_ps = 10 * kPsPerUs;
     bool carry_payload = false;                 ///< real payload bytes, checked at the end (small fabrics)
     std::uint32_t tracked_src_host = kNone;     ///< record this host's delivered bytes over time
-    SimConfig sim{};                            ///< seed, planes, routing, carry_payload and telemetry are set from the fields above
+    SimConfig sim{};                            ///< seed, planes, routing, carry_payload and telemetry are set from the fields above; sim.ddc: routing ddc's keys
 };
 
 struct Result {
@@ -133,6 +133,10 @@ struct Result {
     double dead_path_share_50us = -1;    ///< share of those frames lost within 50 µs of the failure
     std::uint64_t dead_path_drops = 0;   ///< data frames lost toward the dead switch (queued, on the wire, sent later)
     std::uint64_t payload_mismatches = 0;  ///< carry_payload: flows whose bytes differ at the receiver
+    /// SimConfig::count_reorder (on with routing ddc): untrimmed data frames that reached a
+    /// NIC port after one their source port sent later.
+    std::uint64_t reorder_at_nic = 0;
+    DdcStats ddc{};                      ///< routing ddc: the chassis' counters
 };
 
 /// Throws std::invalid_argument for an inconsistent scenario.
