@@ -6,7 +6,8 @@
 # is deterministic, so a rerun gives the same table.
 #
 # Usage: bench/fabric/compare.sh [--bin PATH] [--out DIR] [--modes "m1 m2 ..."]
-#                                [--scenarios "file1.toml file2.toml ..."] [--jobs N]
+#                                [--scenarios "file1.toml file2.toml ..."] [--jobs N] [--reuse]
+# --reuse keeps the JSON of runs already in DIR (a mode added later runs alone).
 # Modes (name: what omrc-fabric is given):
 #   adaptive  --policy adaptive   MRC: adaptive spraying (NSCC)
 #   spray     --policy spray      oblivious spraying
@@ -30,6 +31,7 @@ $S/link_flap_allreduce_base.toml $S/t1_loss_allreduce.toml $S/link_flap_allreduc
 $S/all_to_all_64.toml $S/all_to_all_64_t1_loss.toml $S/all_to_all_64_link_flap.toml
 $S/incast_32.toml $S/incast_32_t1_loss.toml $S/incast_32_link_flap.toml"
 JOBS=1
+REUSE=0
 
 while (($#)); do
   case $1 in
@@ -38,7 +40,8 @@ while (($#)); do
     --modes) MODES=$2; shift 2 ;;
     --scenarios) SCENARIOS=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
-    -h|--help) sed -n '3,22p' "$0"; exit 0 ;;
+    --reuse) REUSE=1; shift ;;
+    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +73,7 @@ run_one() {
   local m=${rest%%|*} args=${rest#*|}
   local name
   name=$(basename "$s" .toml)__$m
+  if [[ $REUSE == 1 && -s $OUT/json/$name.json ]]; then echo "  $name (kept)"; return 0; fi
   # shellcheck disable=SC2086  # args are words on purpose
   if "$BIN" "$s" $args --json > "$OUT/json/$name.json" 2> "$OUT/log/$name.txt"; then
     echo "  $name"
@@ -80,7 +84,7 @@ run_one() {
   fi
 }
 export -f run_one
-export BIN OUT
+export BIN OUT REUSE
 echo "compare.sh: ${#runs[@]} runs, $JOBS at a time, into $OUT"
 printf '%s\n' "${runs[@]}" | xargs -d '\n' -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {}
 
