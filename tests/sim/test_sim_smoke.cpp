@@ -277,6 +277,19 @@ TEST_CASE("plan_paths__conflict_free_when_t0s_have_no_more_connections_than_t1s"
         }
     CHECK(moved == 16);  // one connection of each of the 16 T0s
     CHECK(max_link_sharing(perm, degraded, shape) == 1);
+    // One plane: a connection whose T1 failed would have no plane left, so
+    // it shares the least used live T1 instead.
+    const PlanShape one{16, 16, 16, 1};
+    const auto single = plan_paths(perm, one);
+    std::vector<bool> dead1(16, false);
+    dead1[5] = true;
+    const auto shared = plan_paths(perm, one, dead1);
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+        CHECK(shared[i].first_t1[0] != core::PathPlan::kNoT1);
+        CHECK(shared[i].first_t1[0] != 5);
+        if (single[i].first_t1[0] != 5) CHECK(shared[i].first_t1[0] == single[i].first_t1[0]);
+    }
+    CHECK(max_link_sharing(perm, shared, one) == 2);
     // No T1s known: no plans.
     CHECK(plan_paths(all, PlanShape{16, 0, 16, 8})[0].t1_count == 0);
 }
