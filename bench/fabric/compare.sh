@@ -18,6 +18,8 @@
 #   hpcc      --cc hpcc           adaptive spraying under HPCC (INT)
 #   credit    --cc credit         adaptive spraying, receiver credit (GSE/RCCC)
 #   ddc       --routing ddc --policy ecmp   DDC: the fabric sprays cells, NICs use one path
+#   ddc_adaptive  --routing ddc --policy adaptive   DDC under MRC's NICs (one chassis per plane:
+#             ECMP NICs put each connection in one plane of a multi-plane fabric)
 # A mode the binary does not know is reported and left out of the table.
 # Output: DIR/table.md, DIR/table.csv, DIR/<metric>.png, DIR/json/<scenario>__<mode>.json.
 set -euo pipefail
@@ -25,7 +27,7 @@ set -euo pipefail
 BIN=build/release/bench/fabric/omrc-fabric
 OUT=build/release/fabric-compare
 S=bench/fabric/scenarios
-MODES="adaptive spray ecmp planned rnl dcqcn hpcc credit ddc"
+MODES="adaptive spray ecmp planned rnl dcqcn hpcc credit ddc ddc_adaptive"
 SCENARIOS="$S/perm_1024.toml $S/perm_1024_t1_loss.toml $S/perm_1024_link_flap.toml
 $S/link_flap_allreduce_base.toml $S/t1_loss_allreduce.toml $S/link_flap_allreduce.toml
 $S/all_to_all_64.toml $S/all_to_all_64_t1_loss.toml $S/all_to_all_64_link_flap.toml
@@ -41,7 +43,7 @@ while (($#)); do
     --scenarios) SCENARIOS=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --reuse) REUSE=1; shift ;;
-    -h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,26p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +55,7 @@ mode_args() {
     adaptive|spray|ecmp|planned|rnl) echo "--policy $1" ;;
     dcqcn|hpcc|credit) echo "--cc $1" ;;
     ddc) echo "--routing ddc --policy ecmp" ;;
+    ddc_adaptive) echo "--routing ddc --policy adaptive" ;;
     *) return 1 ;;
   esac
 }
@@ -75,8 +78,12 @@ run_one() {
   name=$(basename "$s" .toml)__$m
   if [[ $REUSE == 1 && -s $OUT/json/$name.json ]]; then echo "  $name (kept)"; return 0; fi
   # shellcheck disable=SC2086  # args are words on purpose
-  if "$BIN" "$s" $args --json > "$OUT/json/$name.json" 2> "$OUT/log/$name.txt"; then
+  local rc=0
+  "$BIN" "$s" $args --json > "$OUT/json/$name.json" 2> "$OUT/log/$name.txt" || rc=$?
+  if [[ $rc == 0 ]]; then
     echo "  $name"
+  elif [[ $rc == 2 && -s $OUT/json/$name.json ]]; then
+    echo "  $name: a flow did not complete in max_time_us (kept, completed = 0)"
   else
     rm -f "$OUT/json/$name.json"
     echo "$name: $(tail -n 1 "$OUT/log/$name.txt")" >> "$OUT/skipped.txt"
@@ -162,8 +169,19 @@ set datafile missing '-'
 set xtics rotate by -30 scale 0
 set grid ytics
 set key outside right top
-set yrange [0:*]
-plot for [i=2:$((n + 1))] '$OUT/$metric.dat' using i:xtic(1) title columnheader(i)
+$(case $metric in job_over_ideal|fct_p99_over_ideal) echo "set logscale y; set yrange [0.9:*]" ;; *) echo "set yrange [0:*]" ;; esac)
+set linetype 1 lc rgb '#1f77b4'
+set linetype 2 lc rgb '#ff7f0e'
+set linetype 3 lc rgb '#2ca02c'
+set linetype 4 lc rgb '#d62728'
+set linetype 5 lc rgb '#9467bd'
+set linetype 6 lc rgb '#8c564b'
+set linetype 7 lc rgb '#e377c2'
+set linetype 8 lc rgb '#7f7f7f'
+set linetype 9 lc rgb '#bcbd22'
+set linetype 10 lc rgb '#17becf'
+set linetype cycle 10
+plot for [i=2:$((n + 1))] '$OUT/$metric.dat' using i:xtic(1) title columnheader(i) lt (i - 1)
 GP
   done
 else
