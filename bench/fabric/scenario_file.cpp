@@ -209,12 +209,16 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     if (root.contains("qp")) {
         const json& j = root["qp"];
         const std::string w = file + ".qp";
-        only(j, w, {"mtu_bytes", "mpr", "evs", "backup_evs", "ev_track_depth", "max_send_wr"});
+        only(j, w, {"mtu_bytes", "mpr", "evs", "backup_evs", "ev_track_depth", "max_send_wr", "path_alarm_us"});
         get(j, "mtu_bytes", c.mtu_bytes, w);
         get(j, "mpr", c.mpr, w);
         get(j, "evs", c.evs, w);
         get(j, "backup_evs", c.backup_evs, w);
         get(j, "ev_track_depth", c.ev_track_depth, w);
+        double alarm_us = static_cast<double>(c.path_alarm_ns) / 1e3;
+        get(j, "path_alarm_us", alarm_us, w);
+        if (!(alarm_us >= 0)) fail(w + ".path_alarm_us", "must be ≥ 0");
+        c.path_alarm_ns = static_cast<std::uint64_t>(alarm_us * 1e3);
         get(j, "max_send_wr", c.max_send_wr, w);
     }
     if (root.contains("failures")) {

@@ -147,6 +147,7 @@ core::EngineConfig Runner::engine_config(std::uint32_t host) const {
     e.seed = core::splitmix64(mix);
     e.compute_icrc = e.verify_icrc = cfg_.carry_payload;
     e.ev_track_depth = cfg_.ev_track_depth;
+    e.path_alarm_ns = cfg_.path_alarm_ns;
     e.max_qps = max_qps_;
     return e;
 }

@@ -59,6 +59,7 @@ struct ScenarioConfig {
     std::uint32_t evs = 128;                    ///< active EVs per QP
     std::uint32_t backup_evs = 32;
     std::uint32_t ev_track_depth = 16;
+    std::uint64_t path_alarm_ns = core::EngineConfig{}.path_alarm_ns;  ///< engines' path alarm time (0 = off)
     std::uint32_t max_send_wr = 8;
     std::vector<FailureSpec> failures;
     TimePs max_time_ps = 1'000'000 * kPsPerUs;  ///< give up after this much virtual time (1 s)

@@ -348,6 +348,9 @@ struct DeviceOptions {
     std::uint64_t probe_interval_ns = 50'000;   ///< probe period of an ASSUMED_BAD EV
     std::uint32_t probe_successes_to_restore = 3;
     std::uint32_t ev_track_depth = 16;          ///< packets tracked per EV for loss inference
+    /// SRv6 mode: how long a (plane, T1) one QP retired also retires the EVs
+    /// of the device's other QPs toward the same destination T0; 0 = off.
+    std::uint64_t path_alarm_ns = 50'000;
     std::uint64_t port_status_repeat_ns = 100'000;
     std::uint32_t max_qps = 1024;               ///< 1..4096
 

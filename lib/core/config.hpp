@@ -121,6 +121,11 @@ struct EngineConfig {
     std::uint64_t min_ev_timeout_ns = 20'000;  ///< EV timeout = max(this, 2 · max RTT + reorder window)
     std::uint64_t probe_interval_ns = 50'000;  ///< probe period of a (plane, T1) group with EVs out (fixed, no backoff)
     std::uint32_t probe_successes_to_restore = 3;
+    /// srv6 mode: when a QP retires a (plane, T1) on strong evidence, the
+    /// engine's other QPs toward the same destination T0 that send within
+    /// this long retire their EVs through it too, without waiting for losses
+    /// of their own (0 = each QP finds out alone). docs/PROTOCOL.md §11.5.
+    std::uint64_t path_alarm_ns = 50'000;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down
 

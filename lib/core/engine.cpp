@@ -35,6 +35,7 @@ const char* to_string(RetireCause c) noexcept {
         case RetireCause::timeout: return "ev_timeout";
         case RetireCause::always_skip: return "always_skip";
         case RetireCause::with_group: return "with_its_t1";
+        case RetireCause::path_alarm: return "another_qps_alarm";
     }
     return "unknown";
 }

@@ -163,8 +163,13 @@ private:
     void send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now);
     /// Marks what the slot has in flight lost (to be resent elsewhere now).
     void resend_slot(Qp& qp, std::size_t slot);
-    /// resend_slot, then the slot's EV is retired.
+    /// resend_slot, then the slot's EV is retired (and, where T1s are known,
+    /// the QP's other EVs through its T1; a path alarm is raised for the
+    /// engine's other QPs unless `cause` is itself an alarm).
     void retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause);
+    /// Retires the QP's EVs through the (plane, T1)s that other QPs toward
+    /// the same destination T0 gave up within cfg_.path_alarm_ns.
+    void apply_path_alarms(Qp& qp, TimeNs now);
     void path_event(const PathEvent& e);
     /// RACK-style loss detection over the packets a SACK reports missing.
     void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
@@ -236,6 +241,18 @@ private:
     const wire::IntStack* rx_telemetry_ = nullptr;  ///< its INT records (null = none), valid during rx_one
     Ring<Completion> completions_{64};
     Ring<PathEvent> path_events_{64};
+    /// Recent (plane, T1, destination T0) retirements on strong evidence,
+    /// for the other QPs (EngineConfig::path_alarm_ns): a ring, the newest
+    /// at (path_alarm_seq_ − 1) % size.
+    static constexpr std::uint32_t kAnyT0 = UINT32_MAX;  ///< PathAlarm::dst_t0: every destination
+    struct PathAlarm {
+        TimeNs at_ns = 0;
+        std::uint32_t dst_t0 = 0;   ///< destination T0 of the QP that raised it, or kAnyT0
+        std::uint16_t group = 0;
+        std::uint8_t plane = 0;
+    };
+    std::array<PathAlarm, 64> path_alarms_{};
+    std::uint64_t path_alarm_seq_ = 0;       ///< alarms raised so far
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
     std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes
     struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };

@@ -36,7 +36,26 @@ bool Engine::can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept {
     return pipe == 0 || pipe + len <= cwnd;
 }
 
+void Engine::apply_path_alarms(Qp& qp, TimeNs now) {
+    const std::uint64_t first =
+        std::max<std::uint64_t>(qp.alarms_seen, path_alarm_seq_ > path_alarms_.size() ? path_alarm_seq_ - path_alarms_.size() : 0);
+    qp.alarms_seen = path_alarm_seq_;
+    if (qp.paths.groups_per_plane() <= 1 || !qp.paths.manages_paths()) return;
+    const std::uint32_t dst_t0 = cfg_.fabric.t0_of(qp.attr.peer_host);
+    for (std::uint64_t seq = first; seq < path_alarm_seq_; ++seq) {
+        const PathAlarm& a = path_alarms_[seq % path_alarms_.size()];
+        if ((a.dst_t0 != dst_t0 && a.dst_t0 != kAnyT0) || now > a.at_ns + cfg_.path_alarm_ns) continue;
+        for (std::size_t i = 0; i < qp.paths.size(); ++i) {
+            const EvSlot& s = qp.paths.slot(i);
+            if (s.parked || s.plane != a.plane || qp.paths.group_of(s.ev) != a.group) continue;
+            retire_slot(qp, i, now, RetireCause::path_alarm);
+        }
+    }
+}
+
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
+    // Another QP's alarm first: this QP's packets must not follow it into a dead T1.
+    if (qp.alarms_seen != path_alarm_seq_) apply_path_alarms(qp, now);
     const std::uint32_t planes = usable_planes(qp);
     const std::uint64_t cwnd = qp.cc ? qp.cc->window_bytes() : UINT64_MAX;
     // Retransmissions first, within the peer's receive window (a PSN beyond
@@ -245,6 +264,24 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
     // proves and that stand out from the QP's — never an overdue report.)
     if (qp.paths.groups_per_plane() <= 1) return;
     const std::uint16_t group = qp.paths.group_of(ev);
+    if (cause != RetireCause::path_alarm && cfg_.path_alarm_ns != 0) {
+        // The engine's other QPs toward the same T0 learn of it before they
+        // send there again. Two destination T0s losing the same (plane, T1)
+        // within the alarm time point at the T1 or our uplink to it, which
+        // every destination crosses: that alarm is for all of them.
+        std::uint32_t dst_t0 = cfg_.fabric.t0_of(qp.attr.peer_host);
+        const std::uint64_t oldest = path_alarm_seq_ > path_alarms_.size() ? path_alarm_seq_ - path_alarms_.size() : 0;
+        for (std::uint64_t seq = oldest; seq < path_alarm_seq_; ++seq) {
+            const PathAlarm& a = path_alarms_[seq % path_alarms_.size()];
+            if (a.plane == plane && a.group == group && a.dst_t0 != dst_t0 && now <= a.at_ns + cfg_.path_alarm_ns) {
+                dst_t0 = kAnyT0;
+                break;
+            }
+        }
+        path_alarms_[path_alarm_seq_ % path_alarms_.size()] = {now, dst_t0, group, plane};
+        ++path_alarm_seq_;
+        qp.alarms_seen = path_alarm_seq_;
+    }
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
         const EvSlot& s = qp.paths.slot(i);
         if (s.parked || s.plane != plane || qp.paths.group_of(s.ev) != group) continue;

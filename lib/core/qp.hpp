@@ -94,6 +94,7 @@ struct Qp {
     std::uint32_t pkt_mask = 0;
     std::uint32_t window_pkts = 0;  ///< send window = peer's receive window
     Ring<std::uint32_t> resend;     ///< PSNs to retransmit, oldest first
+    std::uint64_t alarms_seen = 0;  ///< Engine path alarms (by sequence) this QP has applied
     /// Per plane: latest send time of a packet sent once and acknowledged
     /// (planes may differ in delay; T1 paths of a plane do not by design).
     std::array<TimeNs, kMaxPlanes> rack_sent_ns{};

@@ -38,7 +38,7 @@ enum class PathEventKind : std::uint8_t {
     local_port_up,
     peer_ports,       ///< a peer said which of its ports are up (`count` = its plane mask)
 };
-enum class RetireCause : std::uint8_t { none, path_order, send_order, timeout, always_skip, with_group };
+enum class RetireCause : std::uint8_t { none, path_order, send_order, timeout, always_skip, with_group, path_alarm };
 const char* to_string(PathEventKind k) noexcept;
 const char* to_string(RetireCause c) noexcept;
 
