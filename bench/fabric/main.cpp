@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
         ->required()
         ->check(CLI::ExistingFile);
     app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive or planned (a conflict-free T1 per flow and plane, computed from the topology and workload)");
-    app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn or hpcc (INT stamping on)");
+    app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn, hpcc (INT stamping on) or credit (receiver credit)");
     app.add_flag("--json", json, "print the summary as one JSON object");
     app.add_option("--out", out, "directory for CSV series, summary.json and PNG plots");
     app.add_option("--seed", seed, "seed, overrides the scenario");

@@ -17,7 +17,7 @@ sim::ScenarioConfig load_scenario(const std::string& path);
 /// Parses a path policy name (ecmp, spray, adaptive); throws on anything else.
 core::PathPolicy parse_policy(const std::string& name);
 
-/// Parses a congestion-control name (fixed, nscc, dcqcn, hpcc); throws on anything else.
+/// Parses a congestion-control name (fixed, nscc, dcqcn, hpcc, credit); throws on anything else.
 core::CcAlgorithm parse_cc(const std::string& name);
 
 /// The name parse_cc reads.
