@@ -287,6 +287,7 @@ public:
     template <class F>
     std::size_t run(TimeNs now, F&& grant) {
         accrue(now);
+        forgive_expired(now);
         std::uint64_t unused = unused_credit(now);
         std::size_t n = 0;
         cap_blocked_ = false;
@@ -331,6 +332,9 @@ public:
 
 private:
     void accrue(TimeNs now) noexcept;
+    /// A QP idle for `expire` holds no unused credit, for good: what it was
+    /// granted counts as used (a packet arriving later cannot revive it).
+    void forgive_expired(TimeNs now) noexcept;
     struct Entry {
         std::uint64_t request = 0;   ///< largest cumulative request seen
         std::uint64_t granted = 0;   ///< cumulative grant, ≤ request

@@ -96,6 +96,7 @@ void CreditScheduler::accrue(TimeNs now) noexcept {
 void CreditScheduler::on_request(std::uint32_t id, std::uint64_t request, std::uint64_t used, TimeNs now) {
     if (id >= entries_.size()) entries_.resize(id + 1);
     Entry& e = entries_[id];
+    if (now > e.touched_ns + expire_ns_) e.used = std::max(e.used, e.granted);  // expired before this packet
     e.used = std::max(e.used, used);
     e.touched_ns = std::max(e.touched_ns, now);
     if (request <= e.request) return;  // an older packet's (they reorder)
@@ -104,6 +105,11 @@ void CreditScheduler::on_request(std::uint32_t id, std::uint64_t request, std::u
         e.active = true;
         active_.push_back(id);
     }
+}
+
+void CreditScheduler::forgive_expired(TimeNs now) noexcept {
+    for (Entry& e : entries_)
+        if (e.granted > e.used && now > e.touched_ns + expire_ns_) e.used = e.granted;
 }
 
 std::uint64_t CreditScheduler::unused_credit(TimeNs now) const noexcept {

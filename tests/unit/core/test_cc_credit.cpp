@@ -25,15 +25,19 @@ constexpr double kRate = 12.5;  // bytes per ns
 
 TEST_CASE("CreditScheduler::run__shares_the_line_rate_equally_among_demanding_qps", "[unit][core]") {
     CreditScheduler s;
-    s.configure(kRate, 32'768, 4096);
+    s.configure(kRate, 32'768, 4096, 1'000'000'000);
     constexpr std::uint32_t kQps = 5;
-    for (std::uint32_t q = 0; q < kQps; ++q) s.on_request(q, 100'000'000);
-    std::vector<std::uint64_t> grants_seen(kQps, 0);
     TimeNs now = 1'000;
-    s.run(now, [&](std::uint32_t id) { ++grants_seen.at(id); });
+    for (std::uint32_t q = 0; q < kQps; ++q) s.on_request(q, 100'000'000, 0, now);
+    // Senders that use their credit at once: every packet says so.
+    auto run = [&] {
+        s.run(now, [](std::uint32_t) {});
+        for (std::uint32_t q = 0; q < kQps; ++q) s.on_request(q, 100'000'000, s.granted(q), now);
+    };
+    run();
     for (int i = 0; i < 10'000; ++i) {
         now += 100;
-        s.run(now, [&](std::uint32_t id) { ++grants_seen.at(id); });
+        run();
     }
     // 1 ms at 12.5 B/ns plus the full bucket it started with: the sum paces at the line rate.
     std::uint64_t total = 0, lo = UINT64_MAX, hi = 0;
@@ -55,8 +59,8 @@ TEST_CASE("CreditScheduler::run__shares_the_line_rate_equally_among_demanding_qp
 
 TEST_CASE("CreditScheduler::run__grants_stop_when_demand_is_zero", "[unit][core]") {
     CreditScheduler s;
-    s.configure(kRate, 1'000'000, 4096);
-    s.on_request(3, 10'000);
+    s.configure(kRate, 1'000'000, 4096, 1'000'000'000);
+    s.on_request(3, 10'000, 0, 0);
     std::uint32_t calls = 0;
     s.run(0, [&](std::uint32_t) { ++calls; });
     s.run(100'000, [&](std::uint32_t) { ++calls; });
@@ -69,9 +73,9 @@ TEST_CASE("CreditScheduler::run__grants_stop_when_demand_is_zero", "[unit][core]
     s.run(200'000, [&](std::uint32_t) { ++calls; });
     CHECK(calls == 3);
     // An older (smaller) request changes nothing; a larger one reopens the demand.
-    s.on_request(3, 5'000);
+    s.on_request(3, 5'000, 0, 200'000);
     CHECK(s.demanding() == 0);
-    s.on_request(3, 12'000);
+    s.on_request(3, 12'000, 0, 200'000);
     s.run(300'000, [&](std::uint32_t) { ++calls; });
     CHECK(s.granted(3) == 12'000);
     s.forget(3);
@@ -81,16 +85,40 @@ TEST_CASE("CreditScheduler::run__grants_stop_when_demand_is_zero", "[unit][core]
 
 TEST_CASE("CreditScheduler::charge__unscheduled_arrivals_hold_grants_back", "[unit][core]") {
     CreditScheduler s;
-    s.configure(kRate, 4096, 4096);
-    s.on_request(0, 1'000'000);
+    s.configure(kRate, 4096, 4096, 1'000'000'000);
+    s.on_request(0, 1'000'000, 0, 0);
     s.run(0, [](std::uint32_t) {});
     CHECK(s.granted(0) == 4096);  // the full bucket
+    s.on_request(0, 1'000'000, 4096, 0);  // used at once
     // 125,000 B arrived unasked: 10 µs of the line's time are spoken for.
     s.charge(125'000);
     s.run(9'000, [](std::uint32_t) {});
     CHECK(s.granted(0) == 4096);
     s.run(10'400, [](std::uint32_t) {});
     CHECK(s.granted(0) == 8192);
+}
+
+TEST_CASE("CreditScheduler::run__unused_grants_are_bounded_and_expire", "[unit][core]") {
+    CreditScheduler s;
+    s.configure(kRate, 16'384, 4096, 50'000);
+    s.on_request(0, 1'000'000, 0, 0);
+    s.on_request(1, 1'000'000, 0, 0);
+    s.run(0, [](std::uint32_t) {});
+    // Much later the budget is full again, but nothing granted was used: no more.
+    s.run(2'000, [](std::uint32_t) {});
+    CHECK(s.granted(0) + s.granted(1) == 16'384);
+    CHECK(s.unused_credit(2'000) == 16'384);
+    CHECK(s.next_grant_ns(2'000) == 52'000);
+    // QP 0's packets say it used its 8192 (a cumulative count: the packets
+    // between, lost or not, leave nothing behind): room for 8192 more.
+    s.on_request(0, 1'000'000, 8'192, 3'000);
+    s.run(3'000, [](std::uint32_t) {});
+    CHECK(s.granted(0) + s.granted(1) == 24'576);
+    // QP 1 never sends: after `expire` its unused grant no longer counts.
+    s.on_request(0, 1'000'000, s.granted(0), 60'000);
+    s.run(60'000, [](std::uint32_t) {});
+    CHECK(s.unused_credit(60'000) <= 16'384);
+    CHECK(s.granted(0) + s.granted(1) > 24'576);
 }
 
 TEST_CASE("Credit::sender_never_exceeds_unscheduled_plus_granted", "[unit][core]") {
