@@ -178,7 +178,7 @@ enum class CcAlgorithm : std::uint8_t {
 
 /// Receiver-credit parameters (docs/CONFIG.md `[device.qp.cc]`, `credit_*` keys).
 struct CreditConfig {
-    std::uint64_t unscheduled_bytes = 0;  ///< sender: first burst from idle without credit; 0 = one BDP
+    std::uint64_t unscheduled_bytes = 65536;  ///< sender: first burst from idle without credit; 0 = one BDP
     std::uint64_t quantum_bytes = 16384;  ///< receiver: credit per QP per round-robin turn
     std::uint64_t ahead_bytes = 0;        ///< receiver: grants not yet used, at most; 0 = one BDP + the ACK hold
     double rate_ratio = 1.0;              ///< receiver: grants pace at this fraction of its line rate, (0, 1]

@@ -59,7 +59,6 @@ const char* to_string(DropReason r) noexcept {
 }
 
 namespace {
-
 constexpr std::uint16_t conn_id_of(std::uint32_t qpn) noexcept { return static_cast<std::uint16_t>(qpn & 0xFFFF); }
 
 }  // namespace

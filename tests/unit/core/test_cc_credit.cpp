@@ -153,6 +153,14 @@ TEST_CASE("Credit::sender_never_exceeds_unscheduled_plus_granted", "[unit][core]
     c.on_demand(65'536, true, false);
     CHECK(c.unscheduled_allowance() == 16384);
     CHECK(!c.may_send(4096, false));
+    // Unscheduled bytes 0: one BDP (125,000 B here); a message smaller than that goes whole.
+    Credit bdp(cfg(0), 1, 4096);
+    bdp.on_demand(1'048'576, true, true);
+    CHECK(bdp.unscheduled_allowance() == 125'000);
+    Credit small(cfg(0), 1, 4096);
+    small.on_demand(10'000, true, true);
+    CHECK(small.unscheduled_allowance() == 10'000);
+    CHECK(small.request_bytes() == 0);
 }
 
 TEST_CASE("Credit::a_lost_or_trimmed_packets_credit_is_asked_for_again", "[unit][core]") {
