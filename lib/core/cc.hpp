@@ -314,7 +314,21 @@ public:
         }
         return n;
     }
-    /// When run() can next grant: kNever with no demand.
+    /// Forgives the unused credit of every QP idle for `expire` (as run()
+    /// does) and calls lost(id) for each: its grant may never have reached
+    /// its sender (a lost SACK), so the caller sends it again.
+    template <class F>
+    void expire(TimeNs now, F&& lost) {
+        for (std::uint32_t id = 0; id < entries_.size(); ++id) {
+            Entry& e = entries_[id];
+            if (e.granted > e.used && now > e.touched_ns + expire_ns_) {
+                e.used = e.granted;
+                lost(id);
+            }
+        }
+    }
+    /// When run() can next grant, or expire() has a QP to forgive: kNever
+    /// with neither demand nor unused credit.
     [[nodiscard]] TimeNs next_grant_ns(TimeNs now) const noexcept;
     [[nodiscard]] std::uint64_t granted(std::uint32_t id) const noexcept {
         return id < entries_.size() ? entries_[id].granted : 0;

@@ -120,15 +120,19 @@ std::uint64_t CreditScheduler::unused_credit(TimeNs now) const noexcept {
 }
 
 TimeNs CreditScheduler::next_grant_ns(TimeNs now) const noexcept {
-    if (active_.empty() || rate_ <= 0) return kNever;
-    // At the cap, arrivals lower it (and run the scheduler); a sender that
-    // went quiet is forgotten after `expire`: look again then.
-    if (cap_blocked_) return now + expire_ns_;
+    if (rate_ <= 0) return kNever;
+    // A QP holding unused credit is forgiven `expire` after its last arrival or grant.
+    TimeNs t = kNever;
+    for (const Entry& e : entries_)
+        if (e.granted > e.used) t = std::min(t, std::max(now, e.touched_ns + expire_ns_ + 1));
+    if (active_.empty()) return t;
+    // At the cap, arrivals lower it (and run the scheduler), and so does the expiry above.
+    if (cap_blocked_) return t;
     const Entry& e = entries_[active_.front()];
     const double g = static_cast<double>(std::min(e.request - e.granted, quantum_));
     const TimeNs from = started_ ? std::max(now, last_ns_) : now;
-    if (budget_ >= g) return from;
-    return from + static_cast<TimeNs>(std::ceil((g - budget_) / rate_));
+    if (budget_ >= g) return std::min(t, from);
+    return std::min(t, from + static_cast<TimeNs>(std::ceil((g - budget_) / rate_)));
 }
 
 void CreditScheduler::forget(std::uint32_t id) noexcept {

@@ -175,6 +175,16 @@ void Engine::credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& 
 }
 
 void Engine::credit_schedule(TimeNs now) {
+    // A grant its sender has not used for a few round trips may have been
+    // lost with its SACK: it is sent again (the cumulative count repairs it).
+    credit_sched_.expire(now, [&](std::uint32_t id) {
+        Qp* qp = id < qps_.size() ? qps_[id].get() : nullptr;
+        if (qp == nullptr) return;
+        qp->credit_resend = true;
+        if (qp->credit_grant_listed) return;
+        qp->credit_grant_listed = true;
+        credit_granted_.push_back(qp);
+    });
     credit_sched_.run(now, [&](std::uint32_t id) {
         Qp* qp = id < qps_.size() ? qps_[id].get() : nullptr;
         if (qp == nullptr || qp->credit_grant_listed) return;
@@ -188,7 +198,9 @@ void Engine::credit_send_grants(TimeNs now) {
     for (Qp* qp : credit_granted_) {
         qp->credit_grant_listed = false;
         if (qp->state == QpState::err || qp->state == QpState::reset) continue;
-        if (credit_sched_.granted(qp->qpn & kQpIndexMask) <= qp->credit_grant_sent) continue;  // a SACK carried it
+        const bool resend = qp->credit_resend;
+        qp->credit_resend = false;
+        if (!resend && credit_sched_.granted(qp->qpn & kQpIndexMask) <= qp->credit_grant_sent) continue;  // a SACK carried it
         send_sack(*qp, now, qp->ack_pending == 0);
     }
     credit_granted_.clear();

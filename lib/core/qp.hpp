@@ -158,6 +158,7 @@ struct Qp {
     /// carried, cumulative bytes (the engine's CreditScheduler has the current one).
     std::uint64_t credit_grant_sent = 0;
     bool credit_grant_listed = false;  ///< on the engine's list of QPs whose grant grew (Engine::credit_granted_)
+    bool credit_resend = false;        ///< its grant went unused for the expiry: send it again
     std::uint32_t rcv_ooo = 0;      ///< received PSNs beyond rcv_cack (set bits of rcv_bitmap): CC_STATE ooo_count
     std::uint32_t rcv_msn = 0;      ///< messages wholly received (24 bits, IB MSN): Transport ACK/NAK MSN
     Ring<std::uint32_t> msg_ends;   ///< last PSNs of messages whose end has arrived, ordered; counted into rcv_msn once ≤ cack

@@ -69,6 +69,10 @@ TEST_CASE("CreditScheduler::run__grants_stop_when_demand_is_zero", "[unit][core]
     CHECK(calls == 3);
     CHECK(s.granted(0) == 0);
     CHECK(s.demanding() == 0);
+    // Until its packets show the grant used, the scheduler looks again at its
+    // expiry (granted at 0, the whole bucket at once; expiry 1 s).
+    CHECK(s.next_grant_ns(100'000) == 1'000'000'001);
+    s.on_request(3, 10'000, 10'000, 100'000);
     CHECK(s.next_grant_ns(100'000) == kNever);
     s.run(200'000, [&](std::uint32_t) { ++calls; });
     CHECK(calls == 3);
@@ -108,14 +112,18 @@ TEST_CASE("CreditScheduler::run__unused_grants_are_bounded_and_expire", "[unit][
     s.run(2'000, [](std::uint32_t) {});
     CHECK(s.granted(0) + s.granted(1) == 16'384);
     CHECK(s.unused_credit(2'000) == 16'384);
-    CHECK(s.next_grant_ns(2'000) == 52'000);
+    CHECK(s.next_grant_ns(2'000) == 50'001);  // when the silent QPs' grants expire
     // QP 0's packets say it used its 8192 (a cumulative count: the packets
     // between, lost or not, leave nothing behind): room for 8192 more.
     s.on_request(0, 1'000'000, 8'192, 3'000);
     s.run(3'000, [](std::uint32_t) {});
     CHECK(s.granted(0) + s.granted(1) == 24'576);
-    // QP 1 never sends: after `expire` its unused grant no longer counts.
+    // QP 1 never sends: after `expire` its unused grant no longer counts,
+    // and the caller is told to send it again (its SACK may have been lost).
     s.on_request(0, 1'000'000, s.granted(0), 60'000);
+    std::vector<std::uint32_t> lost;
+    s.expire(60'000, [&](std::uint32_t id) { lost.push_back(id); });
+    CHECK(lost == std::vector<std::uint32_t>{1});
     s.run(60'000, [](std::uint32_t) {});
     CHECK(s.unused_credit(60'000) <= 16'384);
     CHECK(s.granted(0) + s.granted(1) > 24'576);
