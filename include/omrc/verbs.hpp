@@ -171,8 +171,9 @@ enum class CcAlgorithm : std::uint8_t {
     hpcc,   ///< HPCC: window from INT telemetry (only the simulator provides it; holds its window without)
     /// Receiver credit (GSE / RCCC-style pull): an unscheduled first burst,
     /// then only what the receiver grants. The grants travel beside the
-    /// frame and only the simulator carries them: on a real wire a sender
-    /// gets its unscheduled bursts and one packet per idle round trip.
+    /// frame and only the simulator carries them: on a real wire the first
+    /// SACK without a grant turns the gate off, and the QP runs a fixed
+    /// window of 4 BDPs (no congestion control).
     credit,
 };
 

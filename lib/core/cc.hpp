@@ -213,7 +213,9 @@ private:
 /// receiver has not heard (R above the one last sent), one packet may go on
 /// credit not yet granted (S_g > G by < one packet; the receiver grants it,
 /// it is part of R). The window is only a safety bound (four BDPs plus the
-/// ACK hold): credit is what paces the sender.
+/// ACK hold): credit is what paces the sender. A SACK without a grant (a
+/// driver that does not carry the credit fields, or a peer not in credit
+/// mode) turns the credit gate off for good: the window alone remains.
 class Credit final : public CongestionControl {
 public:
     Credit(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
@@ -234,6 +236,11 @@ public:
     std::uint32_t on_sent(std::uint32_t len, bool nothing_in_flight) noexcept;
     /// A SACK's cumulative grant.
     void on_grant(std::uint64_t cumulative) noexcept;
+    /// A SACK came without a grant: the peer (or the driver) does not speak
+    /// credit, and no grant will ever come. Credit is off for good: the
+    /// sender is bounded by its window alone, as a fixed window.
+    void on_no_grant() noexcept { off_ = true; }
+    [[nodiscard]] bool off() const noexcept { return off_; }
 
     [[nodiscard]] std::uint64_t request_bytes() const noexcept { return demand_ - unsched_; }  ///< R
     [[nodiscard]] std::uint64_t demand_bytes() const noexcept { return demand_; }              ///< D
@@ -253,6 +260,7 @@ private:
     std::uint64_t sent_g_ = 0;         ///< S_g ≤ G, or G + one packet after a liveness send
     std::uint64_t burst_left_ = 0;     ///< unscheduled bytes the current idle start may still add to U
     std::uint64_t request_sent_ = 0;   ///< the largest R a data packet carried
+    bool off_ = false;                 ///< a SACK came without a grant: no credit gate any more
 };
 
 /// Receiver credit, the receiver's half: one per engine, over every QP that

@@ -49,6 +49,7 @@ void Credit::on_demand(std::uint64_t bytes, bool new_data, bool idle) noexcept {
 }
 
 bool Credit::may_send(std::uint32_t len, bool nothing_in_flight) const noexcept {
+    if (off_) return true;
     const std::uint64_t avail_u = unsched_ - sent_u_;
     const std::uint64_t avail_g = granted_ > sent_g_ ? granted_ - sent_g_ : 0;
     if (avail_u + avail_g >= len) return true;

@@ -609,8 +609,14 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         }
         qp.cc->on_ack(a);
     }
-    if (qp.credit != nullptr && rx_credit_ != nullptr && rx_credit_->kind == wire::CreditKind::grant) {
-        qp.credit->on_grant(rx_credit_->grant_bytes);
+    if (qp.credit != nullptr) {
+        if (rx_credit_ != nullptr && rx_credit_->kind == wire::CreditKind::grant) {
+            qp.credit->on_grant(rx_credit_->grant_bytes);
+        } else if (!qp.credit->off()) {
+            // The peer's SACKs carry no grant (a driver without the credit
+            // fields, or a peer not in credit mode): none will ever come.
+            qp.credit->on_no_grant();
+        }
         want_tx(qp);
     }
     advance_una(qp, now);

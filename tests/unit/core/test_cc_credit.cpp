@@ -194,4 +194,8 @@ TEST_CASE("Credit::a_lost_or_trimmed_packets_credit_is_asked_for_again", "[unit]
     c.on_grant(4096);
     CHECK(!c.may_send(1, false));
     CHECK(c.sent_bytes() == c.unscheduled_allowance() + c.granted_bytes());
+    // A SACK without a grant: the peer does not speak credit; the gate is off for good.
+    c.on_no_grant();
+    CHECK(c.off());
+    CHECK(c.may_send(4096, false));
 }
