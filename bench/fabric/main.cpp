@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// omrc-fabric SCENARIO [--policy P] [--cc C] [--json] [--out DIR]: runs one fabric
+// omrc-fabric SCENARIO [--policy P] [--cc C] [--routing R] [--json] [--out DIR]: runs one fabric
 // scenario in the packet-level simulator (drivers/sim) with real engines and
 // prints its summary; --out also writes CSV series and PNG plots.
 #include <CLI/CLI.hpp>
@@ -11,14 +11,15 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"omrc-fabric: OpenMRC engines on a simulated multi-plane fabric"};
-    std::string scenario, policy, cc, out;
+    std::string scenario, policy, cc, routing, out;
     bool json = false;
     std::int64_t seed = -1;
     app.add_option("scenario", scenario, "scenario file (.toml or .json), e.g. bench/fabric/scenarios/perm_1024.toml")
         ->required()
         ->check(CLI::ExistingFile);
-    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive or planned (a conflict-free T1 per flow and plane, computed from the topology and workload)");
+    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive, planned (a conflict-free T1 per flow and plane, computed from the topology and workload) or rnl (a hashed T1 per flow and plane; a controller scores links and moves the worst flows, a few per interval)");
     app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn, hpcc (INT stamping on) or credit (receiver credit)");
+    app.add_option("--routing", routing, "switch routing, overrides the scenario: usid (SRv6 frames), ecmp (plain frames) or ddc (a distributed disaggregated chassis per plane: VOQs, credits, cells, in-order delivery; clos and leaf_spine)");
     app.add_flag("--json", json, "print the summary as one JSON object");
     app.add_option("--out", out, "directory for CSV series, summary.json and PNG plots");
     app.add_option("--seed", seed, "seed, overrides the scenario");
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
         omrc::sim::ScenarioConfig cfg = omrc::fabric::load_scenario(scenario);
         if (!policy.empty()) cfg.policy = omrc::fabric::parse_policy(policy);
         if (!cc.empty()) cfg.cc.algorithm = omrc::fabric::parse_cc(cc);
+        if (!routing.empty()) cfg.routing = omrc::fabric::parse_routing(routing);
         if (seed >= 0) cfg.seed = static_cast<std::uint64_t>(seed);
         const omrc::sim::Result r = omrc::sim::run_scenario(cfg);
         if (json) std::cout << omrc::fabric::summary_json(cfg, r).dump() << "\n";

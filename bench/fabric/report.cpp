@@ -20,6 +20,7 @@ const char* policy_name(core::PathPolicy p) {
         case core::PathPolicy::spray: return "spray";
         case core::PathPolicy::adaptive: return "adaptive";
         case core::PathPolicy::planned: return "planned";
+        case core::PathPolicy::rnl: return "rnl";
     }
     return "unknown";
 }
@@ -40,7 +41,9 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["workload"] = sim::to_string(cfg.workload.kind);
     j["policy"] = policy_name(cfg.policy);
     j["cc"] = cc_name(cfg.cc.algorithm);
-    j["routing"] = cfg.routing == sim::RoutingMode::usid && cfg.topology.kind != sim::TopologyKind::fat_tree ? "usid" : "ecmp";
+    j["routing"] = cfg.topology.kind == sim::TopologyKind::fat_tree && cfg.routing == sim::RoutingMode::usid
+                       ? "ecmp"
+                       : sim::to_string(cfg.routing);
     j["seed"] = cfg.seed;
     j["completed"] = r.completed;
     j["hosts"] = r.hosts;
@@ -79,6 +82,9 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["plan_max_link_sharing"] = r.plan_max_link_sharing;
     j["slots_off_plan"] = r.slots_off_plan;
     j["replans"] = r.replans;
+    j["rnl_rounds"] = r.rnl_rounds;
+    j["rnl_moves"] = r.rnl_moves;
+    j["rnl_most_moves_in_a_round"] = r.rnl_most_moves_in_a_round;
     j["ev_slots_away_from_home_at_end"] = r.ev_slots_away_from_home;
     j["ev_assumed_bad_at_end"] = r.ev_bad_at_end;
     j["qp_errors"] = r.qp_errors;
@@ -94,6 +100,23 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["data_packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.data_packets) / r.wall_s : 0.0;
     j["packets_per_wall_s"] = r.wall_s > 0 ? static_cast<double>(r.packets) / r.wall_s : 0.0;
     j["peak_rss_mib"] = static_cast<double>(r.peak_rss_bytes) / (1024.0 * 1024.0);
+    if (cfg.routing == sim::RoutingMode::ddc) {
+        j["ddc_cell_bytes"] = cfg.sim.ddc.cell_bytes;
+        j["ddc_packets"] = r.ddc.packets;
+        j["ddc_local_packets"] = r.ddc.local_packets;
+        j["ddc_cells"] = r.ddc.cells;
+        j["ddc_cells_lost"] = r.ddc.cells_lost;
+        j["ddc_packets_lost"] = r.ddc.packets_lost;
+        j["ddc_voq_drops_pkts"] = r.ddc.voq_drops;
+        j["ddc_voq_ecn_marks_pkts"] = r.ddc.voq_ecn_marks;
+        j["ddc_voq_peak_bytes"] = r.ddc.voq_peak_bytes;
+        j["ddc_reassembly_peak_bytes"] = r.ddc.reassembly_peak_bytes;
+        j["ddc_credits"] = r.ddc.credits;
+        j["ddc_voqs"] = r.ddc.voqs;
+        j["ddc_reorder_at_nic"] = r.reorder_at_nic;
+    } else if (cfg.sim.count_reorder) {
+        j["reorder_at_nic"] = r.reorder_at_nic;
+    }
     if (r.dead_path_last_drop_us >= 0) {
         j["dead_path_last_drop_us"] = r.dead_path_last_drop_us;
         j["dead_path_p90_drop_us"] = r.dead_path_p90_drop_us;
@@ -105,9 +128,9 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
 
 std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     std::string s;
-    s += fmt::format("scenario     {} ({} on {} hosts × {} planes, {} switches; policy {}, cc {}, seed {})\n", r.name,
+    s += fmt::format("scenario     {} ({} on {} hosts × {} planes, {} switches; policy {}, cc {}, routing {}, seed {})\n", r.name,
                      sim::to_string(cfg.workload.kind), r.hosts, r.planes, r.switches, policy_name(cfg.policy),
-                     cc_name(cfg.cc.algorithm), cfg.seed);
+                     cc_name(cfg.cc.algorithm), sim::to_string(cfg.routing), cfg.seed);
     s += fmt::format("completed    {}  ({} flows in {} steps)\n", r.completed ? "yes" : "NO", r.flows, r.steps);
     s += fmt::format("job          {:.1f} µs  (ideal {:.1f} µs, ×{:.2f})\n", r.job_us, r.ideal_job_us,
                      r.ideal_job_us > 0 ? r.job_us / r.ideal_job_us : 0.0);
@@ -128,9 +151,18 @@ std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     s += fmt::format("queue peaks  last hop {} B, fabric {} B (data class)\n", r.last_hop_queue_peak_bytes,
                      r.fabric_queue_peak_bytes);
     s += fmt::format("paths        {} EV retirements, {} QP errors\n", r.ev_retirements, r.qp_errors);
+    if (cfg.routing == sim::RoutingMode::ddc)
+        s += fmt::format("ddc          {} packets as {} cells of {} B ({} local), {} cells lost → {} packets lost, {} VOQ drops, "
+                         "VOQ peak {} B, reassembly peak {} B, {} reordered at NICs\n",
+                         r.ddc.packets, r.ddc.cells, cfg.sim.ddc.cell_bytes, r.ddc.local_packets, r.ddc.cells_lost,
+                         r.ddc.packets_lost, r.ddc.voq_drops, r.ddc.voq_peak_bytes, r.ddc.reassembly_peak_bytes,
+                         r.reorder_at_nic);
     if (r.plan_max_link_sharing != 0)
         s += fmt::format("plan         at most {} connection(s) per T0-T1 link; {} active slots off the plan\n",
                          r.plan_max_link_sharing, r.slots_off_plan);
+    if (r.rnl_rounds != 0)
+        s += fmt::format("rnl          {} rounds, {} migrations, at most {} in a round\n", r.rnl_rounds, r.rnl_moves,
+                         r.rnl_most_moves_in_a_round);
     std::string planes;
     for (double g : r.plane_gbps) planes += fmt::format(" {:.1f}", g);
     s += fmt::format("plane Gb/s  {}\n", planes);

@@ -64,20 +64,62 @@ sim::Tier parse_tier(const std::string& s, const std::string& where) {
 
 sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     sim::ScenarioConfig c;
-    only(root, file, {"name", "seed", "policy", "plan_reaction_us", "routing", "max_time_us", "carry_payload",
-                      "topology", "queues", "workload", "cc", "qp", "failures", "output"});
+    only(root, file, {"name", "seed", "policy", "plan_reaction_us", "rnl", "routing", "max_time_us", "carry_payload",
+                      "topology", "queues", "workload", "cc", "qp", "failures", "output", "ddc"});
     get(root, "name", c.name, file);
     get(root, "seed", c.seed, file);
     if (root.contains("policy")) c.policy = parse_policy(root["policy"].get<std::string>());
     if (root.contains("routing")) {
-        const auto r = root["routing"].get<std::string>();
-        if (r == "usid") c.routing = sim::RoutingMode::usid;
-        else if (r == "ecmp") c.routing = sim::RoutingMode::ecmp;
-        else fail(file + ".routing", "must be usid or ecmp");
+        try {
+            c.routing = parse_routing(root["routing"].get<std::string>());
+        } catch (const std::runtime_error& e) {
+            fail(file + ".routing", e.what());
+        }
+    }
+    if (root.contains("ddc")) {
+        // routing = "ddc"'s chassis (drivers/sim/ddc.cpp); read whatever the routing, used only with ddc.
+        const json& j = root["ddc"];
+        const std::string w = file + ".ddc";
+        only(j, w, {"cell_bytes", "cell_header_bytes", "credit_bytes", "voq_limit_kb", "voq_ecn_kb", "ctrl_delay_ns",
+                    "reassembly_timeout_us"});
+        sim::DdcConfig& d = c.sim.ddc;
+        get(j, "cell_bytes", d.cell_bytes, w);
+        get(j, "cell_header_bytes", d.cell_header_bytes, w);
+        get(j, "credit_bytes", d.credit_bytes, w);
+        double limit_kb = static_cast<double>(d.voq_limit_bytes) / 1024, ecn_kb = static_cast<double>(d.voq_ecn_bytes) / 1024;
+        get(j, "voq_limit_kb", limit_kb, w);
+        get(j, "voq_ecn_kb", ecn_kb, w);
+        if (limit_kb < 0) fail(w + ".voq_limit_kb", "must be ≥ 0");
+        d.voq_limit_bytes = static_cast<std::uint64_t>(limit_kb * 1024);
+        d.voq_ecn_bytes = ecn_kb < 0 ? UINT64_MAX : static_cast<std::uint64_t>(ecn_kb * 1024);
+        std::uint64_t ctrl_ns = d.ctrl_delay_ps / sim::kPsPerNs;
+        get(j, "ctrl_delay_ns", ctrl_ns, w);
+        d.ctrl_delay_ps = ctrl_ns * sim::kPsPerNs;
+        double timeout_us = static_cast<double>(d.reassembly_timeout_ps) / 1e6;
+        get(j, "reassembly_timeout_us", timeout_us, w);
+        if (timeout_us <= 0) fail(w + ".reassembly_timeout_us", "must be > 0");
+        d.reassembly_timeout_ps = us_to_ps(timeout_us);
+        const std::string e = d.validate();
+        if (!e.empty()) fail(w, e);
     }
     double reaction_us = static_cast<double>(c.plan_reaction_ps) / 1e6;
     get(root, "plan_reaction_us", reaction_us, file);
     c.plan_reaction_ps = us_to_ps(reaction_us);
+    if (root.contains("rnl")) {
+        const json& r = root["rnl"];
+        const std::string w = file + ".rnl";
+        only(r, w, {"interval_us", "max_moves", "margin", "queue_weight"});
+        double interval_us = static_cast<double>(c.rnl.interval_ps) / 1e6;
+        get(r, "interval_us", interval_us, w);
+        if (!(interval_us > 0)) fail(w + ".interval_us", "must be positive");
+        c.rnl.interval_ps = us_to_ps(interval_us);
+        get(r, "max_moves", c.rnl.max_moves, w);
+        if (c.rnl.max_moves == 0) fail(w + ".max_moves", "must be at least 1");
+        get(r, "margin", c.rnl.margin, w);
+        if (!(c.rnl.margin >= 0)) fail(w + ".margin", "must be ≥ 0");
+        get(r, "queue_weight", c.rnl.queue_weight, w);
+        if (!(c.rnl.queue_weight >= 0)) fail(w + ".queue_weight", "must be ≥ 0");
+    }
     double max_us = 1e6;
     get(root, "max_time_us", max_us, file);
     c.max_time_ps = us_to_ps(max_us);
@@ -237,7 +279,15 @@ core::PathPolicy parse_policy(const std::string& name) {
     if (name == "spray") return core::PathPolicy::spray;
     if (name == "adaptive") return core::PathPolicy::adaptive;
     if (name == "planned") return core::PathPolicy::planned;
-    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive or planned, got '{}'", name));
+    if (name == "rnl") return core::PathPolicy::rnl;
+    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive, planned or rnl, got '{}'", name));
+}
+
+sim::RoutingMode parse_routing(const std::string& name) {
+    if (name == "usid") return sim::RoutingMode::usid;
+    if (name == "ecmp") return sim::RoutingMode::ecmp;
+    if (name == "ddc") return sim::RoutingMode::ddc;
+    throw std::runtime_error(fmt::format("routing must be usid, ecmp or ddc, got '{}'", name));
 }
 
 core::CcAlgorithm parse_cc(const std::string& name) {

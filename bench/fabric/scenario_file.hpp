@@ -17,6 +17,9 @@ sim::ScenarioConfig load_scenario(const std::string& path);
 /// Parses a path policy name (ecmp, spray, adaptive); throws on anything else.
 core::PathPolicy parse_policy(const std::string& name);
 
+/// Parses a switch routing mode name (usid, ecmp, ddc); throws on anything else.
+sim::RoutingMode parse_routing(const std::string& name);
+
 /// Parses a congestion-control name (fixed, nscc, dcqcn, hpcc, credit); throws on anything else.
 core::CcAlgorithm parse_cc(const std::string& name);
 

@@ -26,6 +26,9 @@ enum class EventKind : std::uint8_t {
     arrive,    ///< `pkt` reaches port `target` (the receiving end of a link)
     nic_wake,  ///< engine timer of NIC `target` (stale unless time == Nic::wake_at)
     call,      ///< scheduled callback number `target` (failures, workload steps)
+    ddc_tick,   ///< routing ddc: egress port `target`'s scheduler grants its next credit
+    ddc_credit, ///< routing ddc: a credit reaches VOQ `target`
+    ddc_status, ///< routing ddc: VOQ `target`'s request (aux 1) or release (aux 0) reaches its egress scheduler
 };
 
 /// 32 bytes: two to a cache line, four children of a heap node in two lines.

@@ -48,7 +48,8 @@ std::uint32_t Simulator::route(Switch& s, Packet& p) {
     std::uint8_t* h = p.frame.header.data();
     if (h[kEth + 7] <= 1) return kNone;  // hop limit exhausted
     --h[kEth + 7];
-    return cfg_.routing == RoutingMode::usid ? route_usid(s, p) : route_ecmp(s, p);
+    if (cfg_.routing == RoutingMode::usid) return route_usid(s, p);
+    return cfg_.routing == RoutingMode::ddc ? ddc_route_control(s, p) : route_ecmp(s, p);
 }
 
 std::uint32_t usid_forward(const RoutingDims& dims, const Switch& s, std::span<std::uint8_t> header) noexcept {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "drivers/sim/ddc.hpp"
+
 namespace omrc::sim {
 
 const char* to_string(Tier t) noexcept {
@@ -19,8 +21,22 @@ const char* to_string(Tier t) noexcept {
     return "unknown";
 }
 
+const char* to_string(RoutingMode m) noexcept {
+    switch (m) {
+        case RoutingMode::usid: return "usid";
+        case RoutingMode::ecmp: return "ecmp";
+        case RoutingMode::ddc: return "ddc";
+    }
+    return "unknown";
+}
+
 Simulator::Simulator(const SimConfig& cfg) : cfg_(cfg) {
     if (cfg_.planes == 0 || cfg_.planes > core::kMaxPlanes) throw std::invalid_argument("sim: planes must be 1..15");
+    if (cfg_.routing == RoutingMode::ddc) {
+        const std::string e = cfg_.ddc.validate();
+        if (!e.empty()) throw std::invalid_argument("sim: ddc: " + e);
+        cfg_.count_reorder = true;
+    }
     txbuf_.resize(32);
     wcbuf_.resize(32);
     rxbuf_.assign(16384, 0);
@@ -28,6 +44,11 @@ Simulator::Simulator(const SimConfig& cfg) : cfg_(cfg) {
 }
 
 Simulator::~Simulator() = default;
+
+void Simulator::set_routing_dims(const RoutingDims& d) {
+    dims_ = d;
+    if (cfg_.routing == RoutingMode::ddc) ddc_setup();
+}
 
 std::uint16_t Simulator::add_link_config(const LinkConfig& l) {
     if (l.rate_bps < 1'000'000'000) throw std::invalid_argument("sim: link rate below 1 Gb/s");
@@ -148,6 +169,9 @@ void Simulator::dispatch(const Event& e) {
             fn();
             break;
         }
+        case EventKind::ddc_tick: ddc_tick(e.target); break;
+        case EventKind::ddc_credit: ddc_credit(e.target); break;
+        case EventKind::ddc_status: ddc_status(e.target, e.aux() != 0); break;
     }
 }
 
@@ -180,11 +204,13 @@ void Simulator::start_tx(std::uint32_t idx) {
         }
         const LinkConfig& l = links_[port.link];
         const std::uint32_t bytes = p->frame_bytes();
-        const TimePs ser = serialization_ps(bytes + cfg_.wire_overhead_bytes, l.rate_bps);
+        // A cell's size already includes its share of the packet's wire overhead (ddc.cpp).
+        const TimePs ser = serialization_ps(bytes + (p->cell ? 0 : cfg_.wire_overhead_bytes), l.rate_bps);
         port.busy = true;
         port.busy_until_ps = now_ + ser;
         port.tx_bytes += bytes;
         ++port.tx_pkts;
+        if (port.nic_side) p->tag = static_cast<std::uint32_t>(port.tx_pkts);
         if (p->telemetry != nullptr && p->data && !port.nic_side && p->telemetry->hops < wire::kMaxIntHops) {
             // HPCC's record, stamped as the packet leaves the egress.
             wire::IntHop& h = p->telemetry->hop[p->telemetry->hops++];
@@ -207,8 +233,8 @@ void Simulator::start_tx(std::uint32_t idx) {
 void Simulator::drop_down(Port& port, Packet* p) {
     ++port.drops;
     ++port.down_drops;
-    if (p->data) {
-        port.last_down_drop_ps = now_;  // data only: probes keep testing dead paths by design
+    if (p->data || p->cell) {
+        port.last_down_drop_ps = now_;  // data (and DDC cells) only: probes keep testing dead paths by design
         if (cfg_.log_down_drops) down_log_.emplace_back(now_, static_cast<std::uint32_t>(&port - ports_.data()));
     }
     drop(p);
@@ -226,7 +252,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
         }
         port.hi.push(p);
     } else if (port.lo.bytes + bytes > q.limit_bytes) {
-        if (!q.trim) {
+        if (!q.trim || p->cell) {  // cells have no header to keep: dropped
             ++port.drops;
             return drop(p);
         }
@@ -238,7 +264,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
         }
         port.hi.push(p);
     } else {
-        if ((!port.last_hop || q.ecn_last_hop) && port.lo.bytes > q.ecn_threshold_bytes) {
+        if ((!port.last_hop || q.ecn_last_hop) && port.lo.bytes > q.ecn_threshold_bytes && !p->cell) {
             // ECN = CE in the first IPv6 header (the outer one in srv6 mode) when ECN-capable.
             std::uint8_t* h = p->frame.header.data();
             if ((h[15] >> 4) & 0x3) {
@@ -260,6 +286,10 @@ void Simulator::arrive(std::uint32_t idx, Packet* p, std::uint32_t epoch) {
     if (!s.alive) {
         ++s.dropped_dead;
         return drop(p);
+    }
+    if (ddc_ != nullptr) {
+        if (p->cell) return ddc_cell_arrive(s, p);
+        if (port.last_hop && !p->priority) return ddc_ingress(s, idx, p);
     }
     const std::uint32_t out = route(s, *p);
     if (out == kNone) {
@@ -303,6 +333,7 @@ void Simulator::set_switch(std::uint32_t sw, bool alive) {
     Switch& s = switches_.at(sw);
     if (s.alive == alive) return;
     s.alive = alive;
+    if (!alive && ddc_ != nullptr) ddc_switch_down(sw);
     for (std::uint32_t i = 0; i < s.ports; ++i) {
         const std::uint32_t idx = s.first_port + i;
         const Port& p = ports_[idx];

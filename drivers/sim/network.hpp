@@ -17,6 +17,11 @@
 // dead switch drops everything that reaches it and its links are down; a NIC
 // port loss is a host link down that the NIC's engine is told about
 // (CmdLinkChange) at once, as a NIC sees its own PHY.
+//
+// routing = ddc (drivers/sim/ddc.cpp): the T0s and T1s of a plane act as one
+// distributed chassis. Data frames wait in VOQs at the ingress T0, leave on
+// the egress port's credits as cells sprayed over every T1, and are
+// reassembled and released in order at the egress T0.
 #pragma once
 
 #include <array>
@@ -24,6 +29,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/engine.hpp"
@@ -39,7 +46,9 @@ inline constexpr std::uint32_t kNone = UINT32_MAX;
 enum class RoutingMode : std::uint8_t {
     usid,  ///< SRv6 uN: match block+own uSID, shift, look the next uSID up in a static table (srv6 frames)
     ecmp,  ///< hash the EV (UDP source port + flow label) over the up uplinks; down by destination (plain frames)
+    ddc,   ///< distributed disaggregated chassis (2-tier only, plain frames): VOQs, credits, cells, in-order reassembly
 };
+[[nodiscard]] const char* to_string(RoutingMode m) noexcept;
 
 enum class Tier : std::uint8_t { t0, t1, edge, agg, core };
 [[nodiscard]] const char* to_string(Tier t) noexcept;
@@ -76,7 +85,7 @@ struct Port {
     std::uint32_t epoch = 0;        ///< bumped when the link goes down: frames on the wire are lost
     TimePs busy_until_ps = 0;       ///< end of the current frame's serialisation
     TimePs tx_event_ps = kNeverPs;  ///< time of the live tx_done event (others pending are stale)
-    TimePs last_down_drop_ps = 0;   ///< latest *data* frame dropped here because the link or far end was down
+    TimePs last_down_drop_ps = 0;   ///< latest *data* frame (or DDC cell) dropped here because the link or far end was down
     std::uint64_t down_drops = 0;
     std::uint16_t link = 0;         ///< index of its LinkConfig
     std::uint8_t queue = 0;         ///< index of its QueueConfig
@@ -108,6 +117,50 @@ struct RoutingDims {
     std::uint32_t t1 = 0;
     std::uint32_t k = 0;             ///< fat-tree arity (0 = not a fat-tree)
     std::uint32_t usid_block = 0xFCBB0000;
+    std::uint32_t first_switch = 0;  ///< clos: id of plane 0's T0 0; plane p's T0 i is first + p·(t0 + t1) + i, its T1 j first + p·(t0 + t1) + t0 + j
+};
+
+/// routing = ddc (drivers/sim/ddc.cpp). Sizes are wire bytes.
+struct DdcConfig {
+    /// Bytes of a packet one cell carries: a packet of W wire bytes (frame +
+    /// SimConfig::wire_overhead_bytes) becomes ⌈W / cell_bytes⌉ cells. Real
+    /// DDC fabrics cut 64–256 B cells; 1024 keeps the event count at about
+    /// five fabric hops per packet (documented in docs/DESIGNS.md).
+    std::uint32_t cell_bytes = 1024;
+    /// Added to every cell on a fabric link (its header and framing). 0: a
+    /// packet's cells cost its Ethernet wire bytes, so a 1:1 fabric needs no
+    /// speedup; real fabrics pay a header per cell and provision speedup.
+    std::uint32_t cell_header_bytes = 0;
+    std::uint32_t credit_bytes = 4096;              ///< one credit lets a VOQ send this many wire bytes
+    /// Per VOQ: a data packet that would exceed it is dropped. DDC leaves are
+    /// deep-buffer switches (GBs shared by their VOQs); 32 MiB per VOQ stands
+    /// for that without a shared-buffer model.
+    std::uint64_t voq_limit_bytes = 32ull << 20;
+    std::uint64_t voq_ecn_bytes = 50 * 1024;        ///< a packet finding more queued in its VOQ gets CE; UINT64_MAX = off
+    /// One way, ingress T0 ↔ egress T0, of requests and credits (fixed, never
+    /// lost); 0 = a 64-byte cell's unloaded trip over two fabric links.
+    TimePs ctrl_delay_ps = 0;
+    /// A packet that lost a cell blocks its VOQ's in-order release this long
+    /// after the loss, then is skipped (the egress's reassembly timer).
+    TimePs reassembly_timeout_ps = 10 * kPsPerUs;
+
+    /// Empty when usable; otherwise what is wrong.
+    [[nodiscard]] std::string validate() const;
+};
+
+/// What routing = ddc did (all zero otherwise).
+struct DdcStats {
+    std::uint64_t packets = 0;           ///< data packets carried as cells (remote egress T0)
+    std::uint64_t local_packets = 0;     ///< data packets switched within one T0 (through its VOQs, no cells)
+    std::uint64_t cells = 0;             ///< cells sent into the fabric
+    std::uint64_t cells_lost = 0;        ///< cells dropped (link down, dead switch, full queue, no live T1)
+    std::uint64_t packets_lost = 0;      ///< packets that lost a cell (the engine retransmits them)
+    std::uint64_t voq_drops = 0;         ///< data packets dropped at a full VOQ (or a dead ingress T0's)
+    std::uint64_t voq_ecn_marks = 0;
+    std::uint64_t voq_peak_bytes = 0;    ///< most bytes in one VOQ, from SimConfig::queue_peak_from_ps
+    std::uint64_t reassembly_peak_bytes = 0;  ///< most bytes held at one egress T0 for in-order release
+    std::uint64_t credits = 0;           ///< credits granted
+    std::uint32_t voqs = 0;              ///< VOQs that ever held a packet
 };
 
 struct Nic {
@@ -131,7 +184,13 @@ struct SimConfig {
     bool log_down_drops = false;              ///< keep (time, port) of every data frame lost to a down link
     bool int_telemetry = false;               ///< switch egresses stamp INT records on data packets (HPCC)
     TimePs queue_peak_from_ps = 0;            ///< Port::peak_lo_bytes counts only from this time (skips a start-up burst)
+    /// Count data frames that reach a NIC port behind one their source port
+    /// sent later (on by itself with routing ddc).
+    bool count_reorder = false;
+    DdcConfig ddc{};                          ///< routing ddc only
 };
+
+struct DdcState;
 
 /// Sink for what NIC engines report.
 using CompletionHandler = std::function<void(std::uint32_t nic, const core::Completion&, TimePs now)>;
@@ -153,7 +212,8 @@ public:
     std::uint32_t add_nic(std::uint32_t host, const core::EngineConfig& ecfg, core::PlacementTarget* memory);
     /// Joins two ports with `link` in both directions.
     void connect(std::uint32_t port_a, std::uint32_t port_b, std::uint16_t link);
-    void set_routing_dims(const RoutingDims& d) noexcept { dims_ = d; }
+    /// The fabric's geometry; with routing ddc also sets up the chassis (the ports must be connected).
+    void set_routing_dims(const RoutingDims& d);
     void set_port_queue(std::uint32_t port, std::uint8_t queue) noexcept { ports_[port].queue = queue; }
     void reserve(std::size_t nics, std::size_t switches, std::size_t ports);
 
@@ -208,13 +268,20 @@ public:
     /// SimConfig::log_down_drops: (time, port where it was lost) of each data frame lost to a down link.
     [[nodiscard]] const std::vector<std::pair<TimePs, std::uint32_t>>& down_drop_log() const noexcept { return down_log_; }
     [[nodiscard]] std::size_t packet_pool_size() const noexcept { return pool_.allocated(); }
+    /// SimConfig::count_reorder: untrimmed data frames that reached a NIC port after one
+    /// that left the same source NIC port later (per source port and destination NIC).
+    [[nodiscard]] std::uint64_t reorder_at_nic() const noexcept { return reorder_at_nic_; }
+    [[nodiscard]] DdcStats ddc_stats() const noexcept;
 
 private:
     void dispatch(const Event& e);
     void start_tx(std::uint32_t port);
     void enqueue(std::uint32_t port, Packet* p);
     void arrive(std::uint32_t port, Packet* p, std::uint32_t epoch);
-    void drop(Packet* p) noexcept { pool_.put(p); }
+    void drop(Packet* p) {
+        if (p->cell) ddc_cell_lost(p);
+        pool_.put(p);
+    }
     void drop_down(Port& port, Packet* p);
     void flush(Port& port);
     // forwarding.cpp
@@ -223,6 +290,19 @@ private:
     std::uint32_t route_ecmp(Switch& s, Packet& p);
     std::uint32_t pick_up(const Switch& s, std::uint32_t first, std::uint32_t count, std::uint32_t ev) const noexcept;
     void trim(Packet& p, const QueueConfig& q, bool last_hop) noexcept;
+    // ddc.cpp
+    void ddc_setup();
+    void ddc_ingress(Switch& s, std::uint32_t in_port, Packet* p);   ///< a frame from a host at its T0
+    std::uint32_t ddc_route_control(const Switch& s, Packet& p);      ///< priority frames: ECMP over reachable T1s
+    void ddc_cell_arrive(Switch& s, Packet* cell);
+    void ddc_cell_lost(Packet* cell);
+    void ddc_tick(std::uint32_t egress_port);
+    void ddc_credit(std::uint32_t voq);
+    void ddc_status(std::uint32_t voq, bool on);
+    void ddc_drain(std::uint32_t voq);
+    void ddc_send(std::uint32_t voq, Packet* p);
+    void ddc_release(std::uint32_t voq);
+    void ddc_switch_down(std::uint32_t sw);
     // nic.cpp
     void nic_receive(std::uint32_t nic, std::uint32_t plane, Packet* p);
     void after_engine(std::uint32_t nic);
@@ -248,6 +328,9 @@ private:
     std::vector<std::array<std::uint64_t, 16>> delivered_;
     std::vector<std::uint64_t> tracked_;
     std::vector<std::pair<TimePs, std::uint32_t>> down_log_;
+    std::unordered_map<std::uint64_t, std::uint32_t> last_order_;  ///< count_reorder: (source port, NIC) → latest order seen
+    std::uint64_t reorder_at_nic_ = 0;
+    std::unique_ptr<DdcState> ddc_;             ///< routing ddc only
     TimePs now_ = 0;
     bool stop_ = false;
     std::uint64_t events_ = 0;

@@ -32,6 +32,15 @@ void Simulator::nic_receive(std::uint32_t nic, std::uint32_t plane, Packet* p) {
             tracked_[bucket] += p->payload_bytes;
         }
     }
+    if (cfg_.count_reorder && p->data && !p->trimmed) {
+        // Each source port numbers its frames as they start serialising (tag).
+        const std::uint64_t key = (std::uint64_t{nics_[p->src_nic].first_port + plane} << 32) | nic;
+        auto [it, fresh] = last_order_.try_emplace(key, p->tag);
+        if (!fresh) {
+            if (p->tag < it->second) ++reorder_at_nic_;
+            else it->second = p->tag;
+        }
+    }
     const wire::GatherFrame& g = p->frame;
     const std::size_t size = p->frame_bytes();
     if (size > rxbuf_.size()) rxbuf_.resize(size, 0);
@@ -93,6 +102,7 @@ void Simulator::pull(std::uint32_t nic) {
             p->src_nic = nic;
             p->sent_ps = now_;
             p->trimmed = false;
+            p->cell = false;
             const std::uint8_t* h = g.header.data();
             const std::uint8_t dscp = static_cast<std::uint8_t>(((h[14] & 0x0F) << 2) | (h[15] >> 6));
             p->data = dscp == dscp_data_;

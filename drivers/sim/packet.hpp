@@ -26,6 +26,11 @@ struct Packet {
     bool priority = false;         ///< control or trimmed: served before data at every queue
     bool data = false;             ///< a data packet (DSCP = data) at the source
     bool trimmed = false;          ///< cut by a switch
+    bool cell = false;             ///< routing ddc: a cell of a packet held at the egress T0 (no frame bytes)
+    /// Frames from a NIC: the source port's frame count when this one
+    /// started serialising there (reorder counting). Cells: their packet's
+    /// reassembly record (ddc.cpp). In the padding before `telemetry`.
+    std::uint32_t tag = 0;
     /// INT (SimConfig::int_telemetry; null otherwise): a data packet's
     /// records, one per switch egress it left; a SACK's, the ones its engine
     /// echoed. Not in the frame bytes (docs/PROTOCOL.md "INT telemetry").

@@ -112,6 +112,7 @@ std::vector<core::PathPlan> plan_paths(const std::vector<std::pair<std::uint32_t
     if (shape.t1 == 0 || shape.hosts_per_t0 == 0 || shape.t0 == 0 || conns.empty()) return plans;
     const std::uint32_t planes = std::min<std::uint32_t>(shape.planes, core::kMaxPlanes);
     const std::vector<std::uint32_t> colour = colour_connections(conns, shape, shape.t1);
+    std::vector<std::size_t> lost;  // connections whose T1 failed in every plane
     for (std::size_t i = 0; i < conns.size(); ++i) {
         if (colour[i] == kFree) continue;
         plans[i].t1_count = 1;
@@ -121,10 +122,42 @@ std::vector<core::PathPlan> plan_paths(const std::vector<std::pair<std::uint32_t
         // another connection's links (which would halve both there and make
         // the plane gate them): its share moves to its other planes, and the
         // other connections keep their links.
+        bool any = false;
         for (std::uint32_t plane = 0; plane < planes; ++plane) {
             const bool failed = !dead.empty() && dead[std::size_t{plane} * shape.t1 + colour[i]];
             plans[i].first_t1[plane] = failed ? core::PathPlan::kNoT1 : static_cast<std::uint16_t>(colour[i]);
+            any = any || !failed;
         }
+        if (!any) lost.push_back(i);
+    }
+    // A connection left with no plane at all (one plane, or its T1 failed in
+    // every plane) shares a live T1 after all: per plane, the live one the
+    // fewest connections' links from its T0s already use.
+    if (!lost.empty()) {
+        std::vector<std::uint32_t> up(std::size_t{planes} * shape.t0 * shape.t1, 0), down(up.size(), 0);
+        auto at = [&](std::uint32_t plane, std::uint32_t t0, std::uint32_t t1) {
+            return (std::size_t{plane} * shape.t0 + t0) * shape.t1 + t1;
+        };
+        for (std::size_t i = 0; i < conns.size(); ++i)
+            for (std::uint32_t plane = 0; plane < planes && plans[i].t1_count != 0; ++plane)
+                if (plans[i].first_t1[plane] != core::PathPlan::kNoT1) {
+                    ++up[at(plane, conns[i].first / shape.hosts_per_t0, plans[i].first_t1[plane])];
+                    ++down[at(plane, conns[i].second / shape.hosts_per_t0, plans[i].first_t1[plane])];
+                }
+        for (std::size_t i : lost)
+            for (std::uint32_t plane = 0; plane < planes; ++plane) {
+                const std::uint32_t st0 = conns[i].first / shape.hosts_per_t0, dt0 = conns[i].second / shape.hosts_per_t0;
+                std::uint32_t best = core::PathPlan::kNoT1, best_load = UINT32_MAX;
+                for (std::uint32_t j = 0; j < shape.t1; ++j) {
+                    if (dead[std::size_t{plane} * shape.t1 + j]) continue;
+                    const std::uint32_t load = std::max(up[at(plane, st0, j)], down[at(plane, dt0, j)]);
+                    if (load < best_load) best_load = load, best = j;
+                }
+                if (best == core::PathPlan::kNoT1) continue;
+                plans[i].first_t1[plane] = static_cast<std::uint16_t>(best);
+                ++up[at(plane, st0, best)];
+                ++down[at(plane, dt0, best)];
+            }
     }
     return plans;
 }

@@ -32,7 +32,9 @@ struct PlanShape {
 /// Connections within one T0 cross no T1: their plan is empty (t1_count 0).
 /// `dead` (planes × t1, true = failed; empty: none): a re-plan after a
 /// failure keeps every connection on its T1s and gives those whose T1 of a
-/// plane failed no path in that plane (PathPlan::kNoT1).
+/// plane failed no path in that plane (PathPlan::kNoT1), unless that would
+/// leave a connection no plane at all (a single-plane fabric): then it
+/// shares the least used live T1 of each plane.
 [[nodiscard]] std::vector<core::PathPlan> plan_paths(
     const std::vector<std::pair<std::uint32_t, std::uint32_t>>& conns, const PlanShape& shape,
     const std::vector<bool>& dead = {});

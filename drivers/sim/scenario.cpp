@@ -106,6 +106,13 @@ private:
     void make_plans();
     /// ... and installs them in the QPs (RTS→RTS modify).
     void install_plans();
+    /// Installs plans_[{src, dst}] in the QP of host src that talks to dst.
+    void install_plan(std::uint32_t src, std::uint32_t dst);
+    /// Policy rnl: the controller, and one scoring round every interval.
+    std::unique_ptr<RnlController> rnl_;
+    std::vector<std::uint64_t> rnl_prev_tx_up_, rnl_prev_tx_down_;  ///< port tx_bytes at the previous round
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> rnl_index_;  ///< connection → index in plan_order_
+    void rnl_round();
     std::vector<std::pair<std::uint32_t, std::uint32_t>> qps_;  ///< (nic, qpn) of every QP
     CountingMemory counting_;
     std::vector<std::unique_ptr<BufferMemory>> buffers_;       ///< carry_payload: per host
@@ -308,6 +315,65 @@ void Runner::install_plans() {
     ++replans_;
 }
 
+void Runner::install_plan(std::uint32_t src, std::uint32_t dst) {
+    const auto plan = plans_.find({src, dst});
+    if (plan == plans_.end() || plan->second.t1_count == 0) return;
+    std::uint32_t qpn = 0;
+    if (const auto it = conns_.find({src, dst}); it != conns_.end()) qpn = it->second.src_qpn;
+    else if (const auto back = conns_.find({dst, src}); back != conns_.end()) qpn = back->second.dst_qpn;
+    else return;
+    core::QpAttr a{};
+    a.plan = plan->second;
+    if (sim_->engine(src).submit(core::CmdModifyQp{qpn, core::QpState::rts, a, core::kAttrPath}, sim_->now_ns()).err != 0)
+        throw std::runtime_error("scenario: installing a path plan failed");
+}
+
+void Runner::rnl_round() {
+    // Perception: every T0-T1 link's utilisation since the previous round,
+    // its data queue and whether it is usable; the job's active connections.
+    const TopologyConfig& t = cfg_.topology;
+    const std::size_t links = std::size_t{topo_.planes} * t.t0 * t.t1;
+    FabricReading reading;
+    reading.up.resize(links);
+    reading.down.resize(links);
+    const bool first = rnl_prev_tx_up_.empty();
+    if (first) {
+        rnl_prev_tx_up_.assign(links, 0);
+        rnl_prev_tx_down_.assign(links, 0);
+    }
+    const double interval_s = static_cast<double>(cfg_.rnl.interval_ps) * 1e-12;
+    auto read = [&](std::uint32_t port_index, const QueueConfig& q, std::uint64_t& prev, LinkReading& r) {
+        const Port& port = sim_->port(port_index);
+        const double bits = static_cast<double>(port.tx_bytes - prev) * 8.0;
+        prev = port.tx_bytes;
+        const double rate = static_cast<double>(sim_->link_config(port.link).rate_bps);
+        r.utilisation = first ? 0 : std::min(1.0, bits / (rate * interval_s));
+        r.queue = q.limit_bytes != 0 ? std::min(1.0, static_cast<double>(port.lo.bytes) / static_cast<double>(q.limit_bytes)) : 0;
+        r.usable = port.up && sim_->sw(port.owner).alive && port.peer != kNone && sim_->sw(sim_->port(port.peer).owner).alive;
+    };
+    for (std::uint32_t p = 0; p < topo_.planes; ++p)
+        for (std::uint32_t i = 0; i < t.t0; ++i)
+            for (std::uint32_t j = 0; j < t.t1; ++j) {
+                const std::size_t l = (std::size_t{p} * t.t0 + i) * t.t1 + j;
+                read(sim_->switch_port(topo_.t0_switch(p, i), topo_.t0_uplink_local(j)), t.uplink, rnl_prev_tx_up_[l], reading.up[l]);
+                read(sim_->switch_port(topo_.t1_switch(p, j), i), t.downlink, rnl_prev_tx_down_[l], reading.down[l]);
+            }
+    std::vector<bool> active(plan_order_.size(), false);
+    if (rnl_index_.empty())
+        for (std::uint32_t c = 0; c < plan_order_.size(); ++c) rnl_index_[plan_order_[c]] = c;
+    if (current_step_ < plan_.steps.size())
+        for (std::uint32_t id : plan_.steps[current_step_]) {
+            const Flow& f = plan_.flows[id];
+            if (f.end_ps == kNeverPs) active[rnl_index_.at({f.src, f.dst})] = true;
+        }
+    for (const RnlMove& m : rnl_->round(reading, active)) {
+        const auto& [src, dst] = plan_order_[m.conn];
+        plans_[{src, dst}] = rnl_->plan(m.conn);
+        install_plan(src, dst);
+    }
+    sim_->schedule(sim_->now() + cfg_.rnl.interval_ps, [this] { rnl_round(); });
+}
+
 void Runner::apply(const FailureSpec& f, bool down) {
     switch (f.kind) {
         case FailureKind::link_down:
@@ -406,11 +472,13 @@ Result Runner::run() {
 }
 
 void Runner::build() {
+    if (cfg_.routing == RoutingMode::ddc && cfg_.topology.kind == TopologyKind::fat_tree)
+        throw std::invalid_argument("scenario: routing ddc needs a two-tier topology (clos or leaf_spine), not fat_tree");
     srv6_ = cfg_.routing == RoutingMode::usid && cfg_.topology.kind != TopologyKind::fat_tree;
     SimConfig sc = cfg_.sim;
     sc.seed = cfg_.seed;
     sc.planes = cfg_.topology.plane_count();
-    sc.routing = srv6_ ? RoutingMode::usid : RoutingMode::ecmp;
+    sc.routing = srv6_ ? RoutingMode::usid : cfg_.routing == RoutingMode::ddc ? RoutingMode::ddc : RoutingMode::ecmp;
     sc.carry_payload = cfg_.carry_payload;
     sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
@@ -448,6 +516,17 @@ void Runner::build() {
             if (seen.emplace(std::make_pair(f.src, f.dst), true).second) plan_order_.emplace_back(f.src, f.dst);
         dead_t1_.assign(std::size_t{topo_.planes} * cfg_.topology.t1, false);
         make_plans();
+    } else if (cfg_.policy == core::PathPolicy::rnl && srv6_) {
+        // The controller's first mapping is a hash of (connection, plane);
+        // its rounds start with the job.
+        std::map<std::pair<std::uint32_t, std::uint32_t>, bool> seen;
+        for (const Flow& f : plan_.flows)
+            if (seen.emplace(std::make_pair(f.src, f.dst), true).second) plan_order_.emplace_back(f.src, f.dst);
+        rnl_ = std::make_unique<RnlController>(
+            plan_order_, PlanShape{cfg_.topology.t0, cfg_.topology.t1, cfg_.topology.hosts_per_t0, topo_.planes},
+            cfg_.rnl, cfg_.seed);
+        for (std::uint32_t c = 0; c < plan_order_.size(); ++c) plans_[plan_order_[c]] = rnl_->plan(c);
+        sim_->schedule(cfg_.workload.start_ps + cfg_.rnl.interval_ps, [this] { rnl_round(); });
     }
     for (const Flow& f : plan_.flows) {
         auto [it, fresh] = conns_.try_emplace({f.src, f.dst});
@@ -652,6 +731,15 @@ void Runner::summarise_counters(Result& r) const {
     }
     r.plan_max_link_sharing = plan_sharing_;
     r.replans = replans_;
+    if (rnl_) {
+        r.rnl_rounds = rnl_->rounds();
+        r.rnl_moves = rnl_->total_moves();
+        r.rnl_most_moves_in_a_round = rnl_->most_moves_in_a_round();
+        const PlanShape shape{cfg_.topology.t0, cfg_.topology.t1, cfg_.topology.hosts_per_t0, topo_.planes};
+        std::vector<core::PathPlan> plans;
+        for (std::uint32_t c = 0; c < plan_order_.size(); ++c) plans.push_back(rnl_->plan(c));
+        r.plan_max_link_sharing = max_link_sharing(plan_order_, plans, shape);
+    }
     for (std::size_t i = 0; i < sim_->port_count(); ++i) {
         const Port& p = sim_->port(static_cast<std::uint32_t>(i));
         r.trims += p.trims;
@@ -661,6 +749,8 @@ void Runner::summarise_counters(Result& r) const {
         else if (!p.nic_side) r.fabric_queue_peak_bytes = std::max(r.fabric_queue_peak_bytes, p.peak_lo_bytes);
     }
     r.qp_errors = qp_errors_;
+    r.reorder_at_nic = sim_->reorder_at_nic();
+    r.ddc = sim_->ddc_stats();
 }
 
 void Runner::summarise_tracked(Result& r) const {

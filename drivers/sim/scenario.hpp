@@ -12,6 +12,7 @@
 
 #include "core/config.hpp"
 #include "drivers/sim/network.hpp"
+#include "drivers/sim/rnl.hpp"
 #include "drivers/sim/topology.hpp"
 #include "drivers/sim/workload.hpp"
 
@@ -45,12 +46,13 @@ struct ScenarioConfig {
     std::string name = "scenario";
     std::uint64_t seed = 1;
     TopologyConfig topology{};
-    RoutingMode routing = RoutingMode::usid;   ///< fat_tree forces ecmp
+    RoutingMode routing = RoutingMode::usid;   ///< fat_tree forces ecmp from usid, rejects ddc
     WorkloadConfig workload{};
     core::PathPolicy policy = core::PathPolicy::adaptive;
     /// Policy planned: how long after a T1 fails or returns the controller
     /// installs a new plan (detection, computation and installation).
     TimePs plan_reaction_ps = 100 * kPsPerUs;
+    RnlConfig rnl{};                            ///< policy rnl: the controller's round and migration bounds
     core::CcConfig cc{};                        ///< base_rtt_ns = 0: the fabric's unloaded cross-T1 RTT
     std::uint32_t mtu_bytes = 4096;
     std::uint32_t mpr = 8;                      ///< receive window, units of 128 packets
@@ -63,7 +65,7 @@ struct ScenarioConfig {
     TimePs telemetry_bucket_ps = 10 * kPsPerUs;
     bool carry_payload = false;                 ///< real payload bytes, checked at the end (small fabrics)
     std::uint32_t tracked_src_host = kNone;     ///< record this host's delivered bytes over time
-    SimConfig sim{};                            ///< seed, planes, routing, carry_payload and telemetry are set from the fields above
+    SimConfig sim{};                            ///< seed, planes, routing, carry_payload and telemetry are set from the fields above; sim.ddc: routing ddc's keys
 };
 
 struct Result {
@@ -101,6 +103,11 @@ struct Result {
     /// Policy planned: active slots of senders' QPs on a T1 their plan does not give them.
     std::uint64_t slots_off_plan = 0;
     std::uint32_t replans = 0;           ///< policy planned: plans installed after failures
+    /// Policy rnl: scoring rounds run, (connection, plane) migrations made
+    /// in all, and the most made in one round (≤ RnlConfig::max_moves).
+    std::uint32_t rnl_rounds = 0;
+    std::uint64_t rnl_moves = 0;
+    std::uint32_t rnl_most_moves_in_a_round = 0;
     std::uint64_t ev_slots_away_from_home = 0;  ///< at the end: active slots not on the EV they started with (all QPs)
     std::uint64_t ev_bad_at_end = 0;     ///< at the end: EVs still ASSUMED_BAD (all QPs)
     std::uint64_t qp_errors = 0;         ///< completions with an error status
@@ -126,6 +133,10 @@ struct Result {
     double dead_path_share_50us = -1;    ///< share of those frames lost within 50 µs of the failure
     std::uint64_t dead_path_drops = 0;   ///< data frames lost toward the dead switch (queued, on the wire, sent later)
     std::uint64_t payload_mismatches = 0;  ///< carry_payload: flows whose bytes differ at the receiver
+    /// SimConfig::count_reorder (on with routing ddc): untrimmed data frames that reached a
+    /// NIC port after one their source port sent later.
+    std::uint64_t reorder_at_nic = 0;
+    DdcStats ddc{};                      ///< routing ddc: the chassis' counters
 };
 
 /// Throws std::invalid_argument for an inconsistent scenario.

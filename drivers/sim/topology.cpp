@@ -131,6 +131,7 @@ Topology build_topology(Simulator& sim, const TopologyConfig& cfg,
         d.hosts_per_t0 = cfg.hosts_per_t0;
         d.t0 = cfg.t0;
         d.t1 = cfg.t1;
+        d.first_switch = t.first_switch;
         for (std::uint32_t p = 0; p < t.planes; ++p) {
             for (std::uint32_t i = 0; i < cfg.t0; ++i)
                 (void)sim.add_switch(Tier::t0, static_cast<std::uint8_t>(p), i, 0,

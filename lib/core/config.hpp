@@ -25,9 +25,20 @@ enum class PathPolicy : std::uint8_t {
     /// QP (QpAttr::plan; NSLB-style network-level load balancing). Without a
     /// plan, or where the sender does not know T1s (plain frames), adaptive.
     planned,
+    /// Lenovo RNL-style scored paths with incremental migration: in the
+    /// engine the same plan-restricted spraying as planned (one or a few
+    /// T1s per plane, QpAttr::plan); what differs is the controller, which
+    /// starts from a hash mapping and moves only the worst-scoring
+    /// connections, a few per interval (docs/DESIGNS.md).
+    rnl,
 };
 
-/// A controller's path plan for one QP (PathPolicy::planned): per plane, the
+/// Whether a policy sprays only over the T1s of a controller's plan.
+[[nodiscard]] constexpr bool follows_plan(PathPolicy p) noexcept {
+    return p == PathPolicy::planned || p == PathPolicy::rnl;
+}
+
+/// A controller's path plan for one QP (PathPolicy::planned, rnl): per plane, the
 /// T1 switches its slots cross, `t1_count` consecutive T1s (modulo the
 /// plane's T1 count) from `first_t1`. A planner that knows the job's flows
 /// chooses them so that flows do not share a T0-T1 link (docs/DESIGNS.md).

@@ -260,9 +260,12 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         // and a planned QP's plan (a controller re-plans, as ibverbs programs
         // load an alternate path with an RTS→RTS modify).
         if ((c.mask & kAttrPath) && from == QpState::rts) {
-            if (qp->attr.policy != PathPolicy::planned) return {EINVAL};
+            if (!follows_plan(qp->attr.policy)) return {EINVAL};
             qp->attr.plan = a.plan;
-            if (qp->paths.size() != 0) qp->paths.replan(a.plan, rng_);
+            // Packets in flight on a slot that changes EV go to the window
+            // sweep: the slot no longer tracks them.
+            if (qp->paths.size() != 0)
+                qp->paths.replan(a.plan, rng_, [&](std::size_t slot) { untrack_slot(*qp, slot); });
         }
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;

@@ -55,7 +55,7 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     depth_ = std::max<std::uint32_t>(track_depth, 1);
     t1s_ = std::min<std::uint32_t>(t1s, 4096);
     plan_ = PathPlan{};
-    if (policy_ == PathPolicy::planned && t1s_ != 0 && plan.t1_count != 0) {
+    if (follows_plan(policy_) && t1s_ != 0 && plan.t1_count != 0) {
         plan_ = plan;
         plan_.t1_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(plan.t1_count, t1s_));
     }
@@ -97,8 +97,8 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     ecmp_slot_ = qpn % static_cast<std::uint32_t>(slots_.size());
 }
 
-void PathSet::replan(const PathPlan& plan, Rng& rng) {
-    if (policy_ != PathPolicy::planned || t1s_ == 0 || plan.t1_count == 0) return;
+void PathSet::replan(const PathPlan& plan, Rng& rng, const SlotHook& before_reset) {
+    if (!follows_plan(policy_) || t1s_ == 0 || plan.t1_count == 0) return;
     plan_ = plan;
     plan_.t1_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(plan.t1_count, t1s_));
     // Slot i of plane p is the (i / planes)-th of its plane, as in init.
@@ -109,6 +109,7 @@ void PathSet::replan(const PathPlan& plan, Rng& rng) {
             // No path in this plane any more: the slot parks (its share goes to the other planes).
             if (!s.parked) {
                 s.parked = true;
+                if (before_reset) before_reset(i);
                 reset_slot(i, s.ev);
             }
             continue;
@@ -119,6 +120,7 @@ void PathSet::replan(const PathPlan& plan, Rng& rng) {
             continue;  // already on the plan
         s.home_ev = fresh_ev(home_plane, group, rng);
         s.parked = false;
+        if (before_reset) before_reset(i);
         reset_slot(i, s.home_ev);
     }
     std::erase_if(backup_, [&](std::uint32_t ev) { return !in_plan(routing::ev_plane(ev), group_of(ev)); });

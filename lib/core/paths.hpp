@@ -91,21 +91,26 @@ struct ProbeGroup {
 
 class PathSet {
 public:
+    /// Called with a slot about to change EV (or park), while its tracking
+    /// ring still holds what was sent on it.
+    using SlotHook = std::function<void(std::size_t)>;
     /// Builds `evs` active slots (rounded up to a multiple of planes) and
     /// `backups` spare EVs, all fresh. `t1s`: T1 switches per plane whose
     /// choice the EV makes (0: not known); slots of a plane spread evenly
     /// over them, from a QP-dependent start. `qpn` spreads ECMP QPs over planes.
-    /// `plan` (policy planned, groups known): per plane the slots spread
+    /// `plan` (policy planned or rnl, groups known): per plane the slots spread
     /// evenly over the plan's T1s instead, and stand-ins stay on them.
     void init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, std::uint32_t backups,
               std::uint32_t track_depth, std::uint32_t qpn, std::uint32_t t1s, Rng& rng,
               const PathPlan& plan = PathPlan{});
-    /// Policy planned: a new plan from the controller (after a failure, or a
+    /// Policies planned and rnl: a new plan from the controller (after a failure, or a
     /// new job phase). Every slot gets a home on the new plan, spread as
     /// init spreads them; slots whose group changes take a fresh EV at once
     /// (unparked), the others keep theirs. Retired EVs stay probed: one that
     /// comes back while its slot has a new home joins the backups.
-    void replan(const PathPlan& plan, Rng& rng);
+    /// `before_reset(slot)` runs before a slot drops what it tracks (the
+    /// engine hands those packets to the window sweep).
+    void replan(const PathPlan& plan, Rng& rng, const SlotHook& before_reset = {});
     /// Probe period while a group has EVs out (fixed: no backoff).
     void set_probe_interval(TimeNs ns) noexcept { probe_interval_ns_ = ns; }
     [[nodiscard]] TimeNs probe_interval() const noexcept { return probe_interval_ns_; }
@@ -128,9 +133,9 @@ public:
     EvSlot& slot(std::size_t i) noexcept { return slots_[i]; }
     const EvSlot& slot(std::size_t i) const noexcept { return slots_[i]; }
     [[nodiscard]] PathPolicy policy() const noexcept { return policy_; }
-    /// Skips, retires and probes EVs by their state (adaptive and planned).
+    /// Skips, retires and probes EVs by their state (adaptive, planned and rnl).
     [[nodiscard]] bool manages_paths() const noexcept {
-        return policy_ == PathPolicy::adaptive || policy_ == PathPolicy::planned;
+        return policy_ == PathPolicy::adaptive || follows_plan(policy_);
     }
     /// Whether (plane, group) is one the QP's plan allows (always, without a plan).
     [[nodiscard]] bool in_plan(std::uint32_t plane, std::uint32_t group) const noexcept;
@@ -178,7 +183,6 @@ public:
     /// to the backups; parked slots of the plane come back. `before_reset`
     /// is called with every slot whose EV is about to change, while its
     /// tracking ring still holds what was sent on it.
-    using SlotHook = std::function<void(std::size_t)>;
     std::uint32_t on_probe_answer(std::uint32_t ev, std::uint16_t probe_id, std::uint32_t needed, Rng& rng, TimeNs now,
                                   const SlotHook& before_reset = {});
     /// Probes unanswered for `timeout`: the success run of their group (or EV) resets.
@@ -217,7 +221,7 @@ private:
     std::uint32_t planes_ = 1;
     std::uint32_t depth_ = 16;
     std::uint32_t t1s_ = 0;                ///< T1s per plane the EV chooses among (0: not known)
-    PathPlan plan_{};                      ///< policy planned with groups known: the allowed T1s (else t1_count 0)
+    PathPlan plan_{};                      ///< policy planned or rnl with groups known: the allowed T1s (else t1_count 0)
     std::vector<EvSlot> slots_;
     std::vector<std::uint64_t> fifo_;      ///< slots × depth entries: (tx_seq << 24) | psn
     std::vector<std::uint32_t> backup_;    ///< known-good spare EVs (any plane)

@@ -16,6 +16,7 @@ const char* to_string(core::PathPolicy p) noexcept {
         case core::PathPolicy::spray: return "spray";
         case core::PathPolicy::adaptive: return "adaptive";
         case core::PathPolicy::planned: return "planned";
+        case core::PathPolicy::rnl: return "rnl";
     }
     return "unknown";
 }

@@ -469,7 +469,7 @@ TEST_CASE("row 8: truncated and malformed frames are dropped by reason without a
     CHECK(h.memory[1]->placed_bytes == placed + 256);
 }
 
-TEST_CASE("row 11: port link down/up every 2 s for 60 s", "[fault]") {
+TEST_CASE("row 11: port link down/up every 2 s for 60 s", "[fault][fault_long]") {
     const std::uint64_t seed = 1111;
     CAPTURE(seed);
     LoopbackHarness h(2, fabric8(seed));

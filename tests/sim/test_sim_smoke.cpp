@@ -277,6 +277,108 @@ TEST_CASE("plan_paths__conflict_free_when_t0s_have_no_more_connections_than_t1s"
         }
     CHECK(moved == 16);  // one connection of each of the 16 T0s
     CHECK(max_link_sharing(perm, degraded, shape) == 1);
+    // One plane: a connection whose T1 failed would have no plane left, so
+    // it shares the least used live T1 instead.
+    const PlanShape one{16, 16, 16, 1};
+    const auto single = plan_paths(perm, one);
+    std::vector<bool> dead1(16, false);
+    dead1[5] = true;
+    const auto shared = plan_paths(perm, one, dead1);
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+        CHECK(shared[i].first_t1[0] != core::PathPlan::kNoT1);
+        CHECK(shared[i].first_t1[0] != 5);
+        if (single[i].first_t1[0] != 5) CHECK(shared[i].first_t1[0] == single[i].first_t1[0]);
+    }
+    CHECK(max_link_sharing(perm, shared, one) == 2);
     // No T1s known: no plans.
     CHECK(plan_paths(all, PlanShape{16, 0, 16, 8})[0].t1_count == 0);
+}
+
+TEST_CASE("rnl_controller__moves_only_the_worst_a_few_per_round_and_leaves_dead_links", "[sim_smoke]") {
+    // 16 T0 × 16 hosts, 16 T1s, 2 planes; a random permutation. The hashed
+    // first mapping puts several connections on some links; the rounds move
+    // at most max_moves of them each, worst first, until every link carries
+    // one connection (demand 1 each: a permutation fills a plane's links).
+    const PlanShape shape{16, 16, 16, 2};
+    core::Rng rng(9);
+    std::vector<std::uint32_t> dst(256);
+    for (std::uint32_t i = 0; i < 256; ++i) dst[i] = i;
+    for (std::uint32_t i = 255; i > 0; --i) std::swap(dst[i], dst[rng.below(i + 1)]);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> conns;
+    for (std::uint32_t i = 0; i < 256; ++i) conns.emplace_back(i, dst[i]);
+    RnlConfig cfg;
+    cfg.max_moves = 8;
+    RnlController rnl(conns, shape, cfg, 3);
+    auto plans = [&] {
+        std::vector<core::PathPlan> v;
+        for (std::uint32_t c = 0; c < conns.size(); ++c) v.push_back(rnl.plan(c));
+        return v;
+    };
+    // Links (either direction, any plane) that carry more than one connection.
+    auto crowded = [&] {
+        std::vector<std::uint32_t> up(2 * 16 * 16, 0), down(2 * 16 * 16, 0);
+        for (std::uint32_t c = 0; c < conns.size(); ++c) {
+            if (conns[c].first / 16 == conns[c].second / 16) continue;
+            for (std::uint32_t p = 0; p < 2; ++p) {
+                ++up[(p * 16 + conns[c].first / 16) * 16 + rnl.t1_of(c, p)];
+                ++down[(p * 16 + conns[c].second / 16) * 16 + rnl.t1_of(c, p)];
+            }
+        }
+        return std::count_if(up.begin(), up.end(), [](std::uint32_t n) { return n > 1; }) +
+               std::count_if(down.begin(), down.end(), [](std::uint32_t n) { return n > 1; });
+    };
+    const std::uint32_t hashed = max_link_sharing(conns, plans(), shape);
+    const auto crowded_hashed = crowded();
+    CHECK(hashed >= 3);  // a hash of 256 connections onto 16 T1s collides
+    FabricReading idle;
+    idle.up.resize(2 * 16 * 16);
+    idle.down.resize(2 * 16 * 16);
+    const std::vector<bool> all_active(conns.size(), true);
+    std::uint64_t moved = 0;
+    for (int r = 0; r < 200; ++r) {
+        const auto moves = rnl.round(idle, all_active);
+        CHECK(moves.size() <= cfg.max_moves);
+        for (const RnlMove& m : moves) {
+            CHECK(m.from != m.to);
+            CHECK(rnl.t1_of(m.conn, m.plane) == m.to);
+        }
+        moved += moves.size();
+        if (moves.empty()) break;
+    }
+    CHECK(moved == rnl.total_moves());
+    CHECK(rnl.most_moves_in_a_round() == cfg.max_moves);  // the first rounds have more candidates than that
+    // Greedy single moves cannot always reach a conflict-free mapping (a
+    // connection whose free uplinks and free downlinks are different T1s
+    // stays), but they cut the crowded links by far.
+    INFO("crowded links: hashed " << crowded_hashed << ", settled " << crowded());
+    CHECK(max_link_sharing(conns, plans(), shape) <= 2);
+    CHECK(crowded() * 5 <= crowded_hashed);
+    CHECK(rnl.round(idle, all_active).empty());  // settled: nothing moves without a reason
+
+    // Inactive connections are not moved, however they collide.
+    RnlController quiet(conns, shape, cfg, 3);
+    CHECK(quiet.round(idle, std::vector<bool>(conns.size(), false)).empty());
+
+    // A dead T1 in plane 1: the connections on it leave it first, and none lands on it.
+    FabricReading dead = idle;
+    for (std::uint32_t i = 0; i < 16; ++i) {
+        dead.up[(1 * 16 + i) * 16 + 4].usable = false;
+        dead.down[(1 * 16 + i) * 16 + 4].usable = false;
+    }
+    std::vector<std::uint32_t> on_dead;
+    for (std::uint32_t c = 0; c < conns.size(); ++c)
+        if (conns[c].first / 16 != conns[c].second / 16 && rnl.t1_of(c, 1) == 4) on_dead.push_back(c);
+    REQUIRE(!on_dead.empty());
+    const auto moves = rnl.round(dead, all_active);
+    CHECK(moves.size() == std::min<std::size_t>(on_dead.size(), cfg.max_moves));
+    for (const RnlMove& m : moves) {
+        CHECK(m.plane == 1);
+        CHECK(m.from == 4);
+    }
+    for (int r = 0; r < 10; ++r) (void)rnl.round(dead, all_active);
+    for (std::uint32_t c : on_dead) CHECK(rnl.t1_of(c, 1) != 4);
+    // Plane 1 lost one T1 of 16 for 16 T0s' connections: some link carries two now.
+    for (std::uint32_t c = 0; c < conns.size(); ++c)
+        if (conns[c].first / 16 != conns[c].second / 16) CHECK(rnl.t1_of(c, 1) != 4);
+    CHECK(rnl.last_score(on_dead[0], 1) < RnlController::kDead);
 }

@@ -423,6 +423,28 @@ TEST_CASE("PathSet::replan__slots_move_to_the_new_plan", "[unit][core]") {
     CHECK_FALSE(s.in_plan(5, 3));
     s.replan(next, rng);  // and back
     CHECK(s.parked() == 0);
+    // A slot that changes EV hands over what it tracks first (the engine's
+    // window sweep takes those packets): the hook sees exactly the slots of
+    // the plane that moved, each still tracking its packet.
+    for (std::size_t i = 0; i < s.size(); ++i) REQUIRE(s.track(i, static_cast<std::uint32_t>(i), i + 1));
+    PathPlan moved = next;
+    moved.first_t1[6] = 11;
+    std::vector<std::size_t> handed;
+    s.replan(moved, rng, [&](std::size_t slot) {
+        CHECK(s.tracked(slot) == 1);
+        handed.push_back(slot);
+    });
+    CHECK(handed.size() == 16);
+    for (std::size_t slot : handed) {
+        CHECK(s.slot(slot).plane == 6);
+        CHECK(s.tracked(slot) == 0);
+    }
+    // The rnl policy follows plans as planned does.
+    PathSet r;
+    r.init(PathPolicy::rnl, 8, 128, 16, 16, 0x1001, 16, rng, plan);
+    for (std::size_t i = 0; i < r.size(); ++i) CHECK(r.group_of(r.slot(i).ev) == 3);
+    r.replan(moved, rng);
+    for (std::size_t i = 0; i < r.size(); ++i) CHECK(r.group_of(r.slot(i).ev) == (r.slot(i).plane == 6 ? 11 : r.slot(i).plane == 2 ? 9 : 3));
     // Another policy ignores a plan.
     PathSet a = make(PathPolicy::adaptive, 8, 128, 16);
     const std::uint32_t ev0 = a.slot(0).ev;
