@@ -189,7 +189,9 @@ private:
     void deliver_imms(Qp& qp);
     /// grant_only: a SACK sent for its credit grant alone (nothing awaits
     /// acknowledgement): no timestamp echo, no ECN echo, no INT records.
-    void send_sack(Qp& qp, TimeNs now, bool grant_only = false);
+    /// rotate: over the usable planes' reverse EVs instead of back along the
+    /// last data packet's EV (a grant sent again: that path may have died).
+    void send_sack(Qp& qp, TimeNs now, bool grant_only = false, bool rotate = false);
     /// Receiver credit (docs/PROTOCOL.md §11.8): a credit-mode data packet's
     /// request (and unscheduled bytes, charged when it arrived whole).
     void credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& f, TimeNs now);

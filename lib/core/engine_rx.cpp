@@ -104,7 +104,7 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     s.cc.penalty = waiting == 0 || !qp.rq.empty() ? 0 : static_cast<std::uint8_t>(std::min<std::size_t>(127, 16 * waiting));
 }
 
-void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only) {
+void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     (void)now;
     qp.ack_pending = 0;
     qp.ack_due = false;
@@ -115,7 +115,8 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only) {
     if (g == nullptr) return;
     std::uint8_t plane = 0;
     std::uint32_t route_ev = 0;
-    ack_route(qp, qp.ack_trigger_plane, qp.ack_trigger_ev, plane, route_ev);
+    if (rotate) ack_route(qp, kMaxPlanes, 0, plane, route_ev);  // no data EV to follow
+    else ack_route(qp, qp.ack_trigger_plane, qp.ack_trigger_ev, plane, route_ev);
     wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     fill_sack(qp, s);
     wire::SethHdr& h = s.seth;
@@ -201,7 +202,9 @@ void Engine::credit_send_grants(TimeNs now) {
         const bool resend = qp->credit_resend;
         qp->credit_resend = false;
         if (!resend && credit_sched_.granted(qp->qpn & kQpIndexMask) <= qp->credit_grant_sent) continue;  // a SACK carried it
-        send_sack(*qp, now, qp->ack_pending == 0);
+        // A grant sent again rotates over the planes: the SACK that carried
+        // it may have died on the last data packet's path.
+        send_sack(*qp, now, qp->ack_pending == 0, resend);
     }
     credit_granted_.clear();
 }
