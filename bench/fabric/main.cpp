@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
         ->required()
         ->check(CLI::ExistingFile);
     app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive, planned (a conflict-free T1 per flow and plane, computed from the topology and workload) or rnl (a hashed T1 per flow and plane; a controller scores links and moves the worst flows, a few per interval)");
-    app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn or hpcc (INT stamping on)");
+    app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn, hpcc (INT stamping on) or credit (receiver credit)");
     app.add_option("--routing", routing, "switch routing, overrides the scenario: usid (SRv6 frames), ecmp (plain frames) or ddc (a distributed disaggregated chassis per plane: VOQs, credits, cells, in-order delivery; clos and leaf_spine)");
     app.add_flag("--json", json, "print the summary as one JSON object");
     app.add_option("--out", out, "directory for CSV series, summary.json and PNG plots");

@@ -190,7 +190,8 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     } else if (root.contains("cc")) {
         const json& j = root["cc"];
         const std::string w = file + ".cc";
-        only(j, w, {"algorithm", "base_rtt_ns", "fixed_window_bytes", "target_delay_ratio", "max_window_bdp"});
+        only(j, w, {"algorithm", "base_rtt_ns", "fixed_window_bytes", "target_delay_ratio", "max_window_bdp",
+                    "credit_unscheduled_bytes", "credit_quantum_bytes", "credit_ahead_bytes", "credit_rate_ratio"});
         if (j.contains("algorithm")) {
             try {
                 c.cc.algorithm = parse_cc(j["algorithm"].get<std::string>());
@@ -203,6 +204,10 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
         get(j, "fixed_window_bytes", c.cc.fixed_window_bytes, w);
         get(j, "target_delay_ratio", c.cc.target_delay_ratio, w);
         get(j, "max_window_bdp", c.cc.max_window_bdp, w);
+        get(j, "credit_unscheduled_bytes", c.cc.credit.unscheduled_bytes, w);
+        get(j, "credit_quantum_bytes", c.cc.credit.quantum_bytes, w);
+        get(j, "credit_ahead_bytes", c.cc.credit.ahead_bytes, w);
+        get(j, "credit_rate_ratio", c.cc.credit.rate_ratio, w);
     } else {
         c.cc.base_rtt_ns = 0;
     }
@@ -291,9 +296,10 @@ sim::RoutingMode parse_routing(const std::string& name) {
 
 core::CcAlgorithm parse_cc(const std::string& name) {
     for (core::CcAlgorithm a :
-         {core::CcAlgorithm::fixed, core::CcAlgorithm::nscc, core::CcAlgorithm::dcqcn, core::CcAlgorithm::hpcc})
+         {core::CcAlgorithm::fixed, core::CcAlgorithm::nscc, core::CcAlgorithm::dcqcn, core::CcAlgorithm::hpcc,
+          core::CcAlgorithm::credit})
         if (name == cc_name(a)) return a;
-    throw std::runtime_error(fmt::format("cc must be fixed, nscc, dcqcn or hpcc, got '{}'", name));
+    throw std::runtime_error(fmt::format("cc must be fixed, nscc, dcqcn, hpcc or credit, got '{}'", name));
 }
 
 const char* cc_name(core::CcAlgorithm a) noexcept {
@@ -302,6 +308,7 @@ const char* cc_name(core::CcAlgorithm a) noexcept {
         case core::CcAlgorithm::nscc: return "nscc";
         case core::CcAlgorithm::dcqcn: return "dcqcn";
         case core::CcAlgorithm::hpcc: return "hpcc";
+        case core::CcAlgorithm::credit: return "credit";
     }
     return "unknown";
 }

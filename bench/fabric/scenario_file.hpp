@@ -20,7 +20,7 @@ core::PathPolicy parse_policy(const std::string& name);
 /// Parses a switch routing mode name (usid, ecmp, ddc); throws on anything else.
 sim::RoutingMode parse_routing(const std::string& name);
 
-/// Parses a congestion-control name (fixed, nscc, dcqcn, hpcc); throws on anything else.
+/// Parses a congestion-control name (fixed, nscc, dcqcn, hpcc, credit); throws on anything else.
 core::CcAlgorithm parse_cc(const std::string& name);
 
 /// The name parse_cc reads.

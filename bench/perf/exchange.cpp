@@ -60,8 +60,9 @@ nlohmann::json cc_json(const CcConfig& c) {
     const char* algorithm = c.algorithm == CcAlgorithm::fixed   ? "fixed"
                             : c.algorithm == CcAlgorithm::dcqcn ? "dcqcn"
                             : c.algorithm == CcAlgorithm::hpcc  ? "hpcc"
+                            : c.algorithm == CcAlgorithm::credit ? "credit"
                                                                 : "nscc";
-    // The DCQCN and HPCC parameters travel at their defaults: omrc-perf has no option for them.
+    // The DCQCN, HPCC and credit parameters travel at their defaults: omrc-perf has no option for them.
     return {{"algorithm", algorithm},
             {"fixed_window_bytes", c.fixed_window_bytes},
             {"base_rtt_ns", c.base_rtt_ns},
@@ -77,6 +78,7 @@ bool cc_from_json(const nlohmann::json& j, CcConfig& c) {
         else if (algorithm == "nscc") c.algorithm = CcAlgorithm::nscc;
         else if (algorithm == "dcqcn") c.algorithm = CcAlgorithm::dcqcn;
         else if (algorithm == "hpcc") c.algorithm = CcAlgorithm::hpcc;
+        else if (algorithm == "credit") c.algorithm = CcAlgorithm::credit;
         else return false;
         c.fixed_window_bytes = j.at("fixed_window_bytes").get<std::uint64_t>();
         c.base_rtt_ns = j.at("base_rtt_ns").get<std::uint64_t>();

@@ -113,6 +113,7 @@ std::string write_json(const Options& o, const std::vector<Result>& results, std
         {"cc", o.cc.algorithm == CcAlgorithm::fixed   ? "fixed"
                : o.cc.algorithm == CcAlgorithm::dcqcn ? "dcqcn"
                : o.cc.algorithm == CcAlgorithm::hpcc  ? "hpcc"
+               : o.cc.algorithm == CcAlgorithm::credit ? "credit"
                                                       : "nscc"},
         {"tx_depth", o.tx_depth},
         {"bw_unit", o.report_gbits ? "Gb/sec" : "MB/sec"},

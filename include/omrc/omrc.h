@@ -158,7 +158,8 @@ enum omrc_cc_algorithm {
     OMRC_CC_FIXED = 0, /* constant window */
     OMRC_CC_NSCC = 1,  /* delay + ECN, quick adapt on trims */
     OMRC_CC_DCQCN = 2, /* DCQCN's reaction point, its parameters at their defaults (verbs.hpp's DcqcnConfig) */
-    OMRC_CC_HPCC = 3   /* HPCC from INT telemetry (simulator only), its parameters at their defaults */
+    OMRC_CC_HPCC = 3,  /* HPCC from INT telemetry (simulator only), its parameters at their defaults */
+    OMRC_CC_CREDIT = 4 /* receiver credit (grants carried by the simulator only), its parameters at their defaults */
 };
 
 /* Congestion control of one QP (verbs.hpp's CcConfig). */

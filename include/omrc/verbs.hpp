@@ -169,6 +169,20 @@ enum class CcAlgorithm : std::uint8_t {
     nscc,   ///< NSCC: delay + ECN, quick adapt on trims
     dcqcn,  ///< DCQCN's reaction point: rate cut on ECN echoes, trims and losses; timer and byte-counter increase
     hpcc,   ///< HPCC: window from INT telemetry (only the simulator provides it; holds its window without)
+    /// Receiver credit (GSE / RCCC-style pull): an unscheduled first burst,
+    /// then only what the receiver grants. The grants travel beside the
+    /// frame and only the simulator carries them: on a real wire the first
+    /// SACK without a grant turns the gate off, and the QP runs a fixed
+    /// window of 4 BDPs (no congestion control).
+    credit,
+};
+
+/// Receiver-credit parameters (docs/CONFIG.md `[device.qp.cc]`, `credit_*` keys).
+struct CreditConfig {
+    std::uint64_t unscheduled_bytes = 65536;  ///< sender: first burst from idle without credit; 0 = one BDP
+    std::uint64_t quantum_bytes = 16384;  ///< receiver: credit per QP per round-robin turn
+    std::uint64_t ahead_bytes = 0;        ///< receiver: grants not yet used, at most; 0 = one BDP + the ACK hold
+    double rate_ratio = 1.0;              ///< receiver: grants pace at this fraction of its line rate, (0, 1]
 };
 
 /// HPCC's parameters (docs/CONFIG.md `[device.qp.cc]`, `hpcc_*` keys).
@@ -200,6 +214,7 @@ struct CcConfig {
     double max_window_bdp = 1.5;                    ///< nscc: initial and maximum window, in BDPs
     DcqcnConfig dcqcn{};                            ///< dcqcn only (not in the C API's omrc_cc_config: defaults there)
     HpccConfig hpcc{};                              ///< hpcc only (likewise)
+    CreditConfig credit{};                          ///< credit only (likewise)
 };
 
 /// Queue capacities, fixed at creation (ibv_qp_cap).

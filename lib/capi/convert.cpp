@@ -49,7 +49,8 @@ static_assert(OMRC_PATH_ECMP == static_cast<int>(PathPolicy::ecmp) &&
 static_assert(OMRC_CC_FIXED == static_cast<int>(CcAlgorithm::fixed) &&
               OMRC_CC_NSCC == static_cast<int>(CcAlgorithm::nscc) &&
               OMRC_CC_DCQCN == static_cast<int>(CcAlgorithm::dcqcn) &&
-              OMRC_CC_HPCC == static_cast<int>(CcAlgorithm::hpcc));
+              OMRC_CC_HPCC == static_cast<int>(CcAlgorithm::hpcc) &&
+              OMRC_CC_CREDIT == static_cast<int>(CcAlgorithm::credit));
 static_assert(OMRC_FRAME_PLAIN == static_cast<int>(FrameMode::plain) &&
               OMRC_FRAME_SRV6 == static_cast<int>(FrameMode::srv6));
 static_assert(OMRC_QP_STATE == QpAttrMask::state && OMRC_QP_ACCESS_FLAGS == QpAttrMask::access_flags &&
@@ -169,7 +170,7 @@ omrc_cc_config to_c(const CcConfig& c) noexcept {
 
 int from_c(const omrc_cc_config& in, CcConfig& out) noexcept {
     const int algorithm = raw(in.algorithm);
-    if (algorithm < OMRC_CC_FIXED || algorithm > OMRC_CC_HPCC) return EINVAL;
+    if (algorithm < OMRC_CC_FIXED || algorithm > OMRC_CC_CREDIT) return EINVAL;
     out.algorithm = static_cast<CcAlgorithm>(algorithm);
     out.fixed_window_bytes = in.fixed_window_bytes;
     out.base_rtt_ns = in.base_rtt_ns;

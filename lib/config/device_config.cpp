@@ -57,9 +57,9 @@ constexpr std::size_t kMaxNameChars = 63;
 constexpr std::array<std::string_view, 3> kDrivers{"udp", "loopback", "dpdk"};
 constexpr std::array<std::string_view, 2> kFrameModes{"plain", "srv6"};
 constexpr std::array<std::string_view, 3> kPolicies{"ecmp", "spray", "adaptive"};
-constexpr std::array<std::string_view, 4> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc"};
-constexpr std::array<CcAlgorithm, 4> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn,
-                                                      CcAlgorithm::hpcc};
+constexpr std::array<std::string_view, 5> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc", "credit"};
+constexpr std::array<CcAlgorithm, 5> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn,
+                                                      CcAlgorithm::hpcc, CcAlgorithm::credit};
 
 bool hex_digits(std::string_view s, std::uint32_t& out) {
     if (s.empty() || s.size() > 8) return false;
@@ -234,6 +234,20 @@ bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& 
          [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 0, 64, cc.hpcc.max_stage); }},
         {"hpcc_wai_ratio",
          [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.wai_ratio); }},
+        {"credit_unscheduled_bytes",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 0, std::uint64_t{1} << 40, cc.credit.unscheduled_bytes);
+         }},
+        {"credit_quantum_bytes",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 64, std::uint64_t{1} << 30, cc.credit.quantum_bytes);
+         }},
+        {"credit_ahead_bytes",
+         [&](const toml::node& v, const std::string& p) {
+             return read_uint(e, p, v, 0, std::uint64_t{1} << 40, cc.credit.ahead_bytes);
+         }},
+        {"credit_rate_ratio",
+         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.credit.rate_ratio); }},
     };
     return config::read_keys(e, path, *t, keys);
 }

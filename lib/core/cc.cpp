@@ -10,6 +10,7 @@ std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t pl
         case CcAlgorithm::fixed: return std::make_unique<FixedWindow>(cfg.fixed_window_bytes);
         case CcAlgorithm::dcqcn: return std::make_unique<Dcqcn>(cfg, planes, mtu_bytes, ack_hold_ns);
         case CcAlgorithm::hpcc: return std::make_unique<Hpcc>(cfg, planes, mtu_bytes, ack_hold_ns);
+        case CcAlgorithm::credit: return std::make_unique<Credit>(cfg, planes, mtu_bytes, ack_hold_ns);
         case CcAlgorithm::nscc: break;
     }
     return std::make_unique<Nscc>(cfg, planes, mtu_bytes, ack_hold_ns);

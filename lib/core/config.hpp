@@ -53,6 +53,29 @@ enum class CcAlgorithm : std::uint8_t {
     nscc,   ///< NSCC (delay + ECN, quick adapt on trims)
     dcqcn,  ///< DCQCN's reaction point (rate based on ECN echoes; window = rate · RTT)
     hpcc,   ///< HPCC: window from the utilisation INT telemetry reports (needs INT; holds without)
+    /// Receiver credit (GSE DQSQ / UEC RCCC-EQDS style pull): the receiver
+    /// paces grants at its line rate over the QPs sending to it; a sender
+    /// sends an unscheduled first burst, then only against credit (needs the
+    /// credit fields, docs/PROTOCOL.md §11.8: carried by the simulator only).
+    credit,
+};
+
+/// Receiver-credit parameters (lib/core/cc_credit.cpp, docs/DESIGNS.md).
+struct CreditConfig {
+    /// Sender: bytes it may send without credit when it starts from idle
+    /// (nothing in flight, nothing queued), as EQDS's speculative first
+    /// burst; 0 = one BDP (planes · link rate · base RTT, EQDS's choice).
+    /// 64 KB: measured on incast_32 (8 × 100G, BDP 623 KB), one BDP a
+    /// sender trims 3,999 packets at the start, 64 KB none (docs/DESIGNS.md).
+    std::uint64_t unscheduled_bytes = 65536;
+    /// Receiver: credit one QP gets per round-robin turn (bytes, ≥ 1).
+    std::uint64_t quantum_bytes = 16384;
+    /// Receiver: how far its grants may run ahead of its line rate (the
+    /// pacing bucket's depth, bytes); 0 = one BDP plus what its ACK delay
+    /// bound sends at line rate (grants ride SACKs, which may wait that long).
+    std::uint64_t ahead_bytes = 0;
+    /// Receiver: grants pace at this fraction of planes · link rate, (0, 1].
+    double rate_ratio = 1.0;
 };
 
 /// HPCC's parameters (lib/core/cc_hpcc.cpp; Li et al., SIGCOMM 2019).
@@ -86,6 +109,7 @@ struct CcConfig {
     double max_window_bdp = 1.5;                  ///< nscc: initial and maximum window in BDPs
     DcqcnConfig dcqcn{};                          ///< dcqcn only
     HpccConfig hpcc{};                            ///< hpcc only
+    CreditConfig credit{};                        ///< credit only
 };
 
 /// Per-endpoint engine configuration.

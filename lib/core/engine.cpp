@@ -60,9 +60,6 @@ const char* to_string(DropReason r) noexcept {
 }
 
 namespace {
-constexpr std::uint32_t kQpIndexBits = 12;
-constexpr std::uint32_t kQpIndexMask = (1u << kQpIndexBits) - 1;
-
 constexpr std::uint16_t conn_id_of(std::uint32_t qpn) noexcept { return static_cast<std::uint16_t>(qpn & 0xFFFF); }
 
 }  // namespace
@@ -140,6 +137,7 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     qp->caps = c.caps;
     qp->sq.resize(c.caps.max_send_wr);
     const std::uint32_t qpn = qp->qpn;
+    credit_sched_.forget(index);  // an earlier QP of this slot's
     live_.push_back(qp.get());
     *slot = std::move(qp);
     return {kOk, qpn};
@@ -151,6 +149,8 @@ SubmitResult Engine::destroy_qp(const CmdDestroyQp& c) {
     std::erase(live_, qp);
     std::erase(tx_active_, qp);
     std::erase(ack_list_, qp);
+    std::erase(credit_granted_, qp);
+    credit_sched_.forget(c.qpn & kQpIndexMask);
     tx_cursor_ = 0;
     qps_[c.qpn & kQpIndexMask].reset();  // its timer entries find no QP and are dropped
     return {kOk};
@@ -196,7 +196,9 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
     }
     if (to == QpState::reset) {
         std::erase(tx_active_, qp);
+        std::erase(credit_granted_, qp);
         tx_cursor_ = 0;
+        credit_sched_.forget(qp->qpn & kQpIndexMask);
         const std::uint32_t qpn = qp->qpn;
         const std::uint16_t conn = qp->conn_id;
         const QpCaps caps = qp->caps;
@@ -249,6 +251,7 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         // The peer's receiver may hold a packet up to its ACK delay bound
         // before the SACK that releases it (assuming its ACK policy is ours).
         qp->cc = make_cc(qp->attr.cc, cfg_.planes, qp->attr.mtu_bytes, cfg_.ack_delay_ns);
+        qp->credit = qp->attr.cc.algorithm == CcAlgorithm::credit ? static_cast<Credit*>(qp->cc.get()) : nullptr;
         qp->last_progress_ns = now;
         qp->state = QpState::rts;
         return {kOk};
@@ -334,6 +337,10 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
             // fresh path rotation (PathSet::begin_burst).
             if (qp->resend.empty()) qp->paths.begin_burst(rng_);
         }
+        // Credit mode: the message is demand; a QP that had nothing to send
+        // and nothing in flight opens an unscheduled burst.
+        if (qp->credit != nullptr)
+            qp->credit->on_demand(m.length, true, qp->inflight_bytes == 0 && !qp->has_tx_work());
         ++qp->sq_count;
         ++qp->sq_unsegmented;
         if (qp->snd_una == qp->snd_nxt && qp->sq_unsegmented == 1) qp->last_progress_ns = now;
@@ -513,7 +520,7 @@ TimeNs Engine::next_wakeup() const noexcept {
     // A stale heap entry can make this early, never late: on_timer() then
     // finds nothing due and drops it.
     const TimeNs t = timers_.empty() ? kNever : timers_.front().first;
-    return std::min(t, port_status_next_ns_);
+    return std::min({t, port_status_next_ns_, credit_next_ns_});
 }
 
 void Engine::on_timer(TimeNs now) {
@@ -528,6 +535,10 @@ void Engine::on_timer(TimeNs now) {
         if (qp->next_scan_ns <= now) sender_timers(*qp, now);
         if (qp->deadline() != kNever) arm_timer(*qp);
     }
+    if (credit_next_ns_ <= now) {
+        credit_schedule(now);
+        credit_send_grants(now);
+    }
     if (port_status_next_ns_ <= now) {
         send_port_status(now);
         port_status_next_ns_ = (local_up_ != all_planes()) ? now + cfg_.port_status_repeat_ns : kNever;
@@ -541,7 +552,10 @@ void Engine::on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, Time
 
 void Engine::on_rx_burst(std::span<const wire::RxFrame> frames, TimeNs now) {
     for (const wire::RxFrame& f : frames) rx_one(f, now);
+    // Grants first, so that the SACKs of this burst carry them.
+    if (credit_sched_.configured()) credit_schedule(now);
     flush_acks(now);
+    if (!credit_granted_.empty()) credit_send_grants(now);
 }
 
 void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
@@ -557,6 +571,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     rx_plane_ = frame.plane;
     rx_ev_ = f.ev;
     rx_telemetry_ = frame.telemetry;
+    rx_credit_ = frame.credit;
     if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
         on_endpoint(f, frame.plane, now);
         return;
@@ -566,6 +581,9 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);
     if (!f.ip_src_is(qp->attr.peer_addr)) return drop(DropReason::wrong_source);
+    if (rx_credit_ != nullptr && rx_credit_->kind == wire::CreditKind::data &&
+        qp->attr.cc.algorithm == CcAlgorithm::credit)
+        credit_rx(*qp, *rx_credit_, f, now);
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {
         case wire::Opcode::sack:

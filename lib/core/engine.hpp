@@ -28,6 +28,9 @@ namespace omrc::core {
 inline constexpr int kOk = 0;
 /// Control frames queued beyond this are dropped and counted (ctrl_queue_overflow).
 inline constexpr std::size_t kCtrlQueueLimit = 8192;
+/// A QPN's low bits index the engine's QP table; the bits above are a generation.
+inline constexpr std::uint32_t kQpIndexBits = 12;
+inline constexpr std::uint32_t kQpIndexMask = (1u << kQpIndexBits) - 1;
 /// Path events kept until polled.
 inline constexpr std::size_t kPathEventLimit = 1024;
 
@@ -189,7 +192,20 @@ private:
     /// Notes a received data packet for the acknowledgement at the end of the burst.
     void note_ack(Qp& qp, const wire::FrameView& f, bool ack_now);
     void deliver_imms(Qp& qp);
-    void send_sack(Qp& qp, TimeNs now);
+    /// grant_only: a SACK sent for its credit grant alone (nothing awaits
+    /// acknowledgement): no timestamp echo, no ECN echo, no INT records.
+    /// rotate: over the usable planes' reverse EVs instead of back along the
+    /// last data packet's EV (a grant sent again: that path may have died).
+    void send_sack(Qp& qp, TimeNs now, bool grant_only = false, bool rotate = false);
+    /// Receiver credit (docs/PROTOCOL.md §11.8): a credit-mode data packet's
+    /// request (and unscheduled bytes, charged when it arrived whole).
+    void credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& f, TimeNs now);
+    /// Runs the credit scheduler to `now`; lists the QPs whose grant grew.
+    void credit_schedule(TimeNs now);
+    /// A SACK to every listed QP whose grant no SACK has carried yet.
+    void credit_send_grants(TimeNs now);
+    /// The credit fields of a credit-mode QP's SACK.
+    void credit_fill(Qp& qp, wire::GatherFrame& g);
     /// The SACK answering a reliability probe: PR set, the probe id in
     /// ack_psn_offset, sent back on the EV and plane the probe came on.
     void send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std::uint16_t probe_id);
@@ -239,6 +255,12 @@ private:
     std::uint8_t rx_plane_ = 0;              ///< plane of the frame being received (rx_one)
     std::uint32_t rx_ev_ = 0;                ///< its EV
     const wire::IntStack* rx_telemetry_ = nullptr;  ///< its INT records (null = none), valid during rx_one
+    const wire::CreditExt* rx_credit_ = nullptr;    ///< its credit fields (null = none), valid during rx_one
+    /// Receiver credit over every credit-mode QP sending to us (configured
+    /// by the first one's CcConfig; idle, and never configured, otherwise).
+    CreditScheduler credit_sched_;
+    TimeNs credit_next_ns_ = kNever;         ///< when the scheduler can next grant (kNever: no demand)
+    std::vector<Qp*> credit_granted_;        ///< QPs whose grant grew in this run (Qp::credit_grant_listed)
     Ring<Completion> completions_{64};
     Ring<PathEvent> path_events_{64};
     /// Recent (plane, T1, destination T0) retirements on strong evidence,

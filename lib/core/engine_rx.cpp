@@ -20,6 +20,7 @@ wire::GatherFrame* Engine::ctrl_slot() {
     }
     wire::GatherFrame& g = ctrl_.emplace_back();  // a reused slot: clear what not every builder sets
     g.telemetry = nullptr;
+    g.credit = {};
     return &g;
 }
 
@@ -90,7 +91,7 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     h.src_conn_id = qp.conn_id;
     h.dst_conn_id = qp.attr.dest_conn_id;
     h.cack_psn = qp.rcv_cack;
-    h.cc_type = wire::mrc::kSethCcTypeNscc;
+    h.cc_type = qp.attr.cc.algorithm == CcAlgorithm::credit ? wire::mrc::kSethCcTypeCredit : wire::mrc::kSethCcTypeNscc;
     h.mpr = static_cast<std::uint8_t>(qp.attr.mpr);
     s.cc = {};
     s.cc.ooo_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(qp.rcv_ooo, 0x7FFF));
@@ -103,7 +104,7 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     s.cc.penalty = waiting == 0 || !qp.rq.empty() ? 0 : static_cast<std::uint8_t>(std::min<std::size_t>(127, 16 * waiting));
 }
 
-void Engine::send_sack(Qp& qp, TimeNs now) {
+void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     (void)now;
     qp.ack_pending = 0;
     qp.ack_due = false;
@@ -114,15 +115,17 @@ void Engine::send_sack(Qp& qp, TimeNs now) {
     if (g == nullptr) return;
     std::uint8_t plane = 0;
     std::uint32_t route_ev = 0;
-    ack_route(qp, qp.ack_trigger_plane, qp.ack_trigger_ev, plane, route_ev);
+    if (rotate) ack_route(qp, kMaxPlanes, 0, plane, route_ev);  // no data EV to follow
+    else ack_route(qp, qp.ack_trigger_plane, qp.ack_trigger_ev, plane, route_ev);
     wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     fill_sack(qp, s);
     wire::SethHdr& h = s.seth;
     h.ev = qp.ack_trigger_ev;
     const std::int32_t off = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
     h.ack_psn_offset = static_cast<std::int16_t>(std::clamp(off, -32768, 32767));
-    if (qp.ack_trigger_ecn) h.skip = wire::SackSkip::skip_once;
-    if (qp.ack_trigger_has_int) g->telemetry = &qp.ack_trigger_int;
+    if (qp.ack_trigger_ecn && !grant_only) h.skip = wire::SackSkip::skip_once;
+    if (qp.ack_trigger_has_int && !grant_only) g->telemetry = &qp.ack_trigger_int;
+    credit_fill(qp, *g);
     // The bitmap normally starts right after cack: that is where holes block
     // the sender's window, and the sender infers losses only from such
     // bitmaps. When the triggering packet is more than 64 PSNs ahead, every
@@ -134,11 +137,76 @@ void Engine::send_sack(Qp& qp, TimeNs now) {
     }
     h.sack_offset = static_cast<std::int16_t>(start);
     h.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, start));  // bit k = base + k, as the window words keep them
-    s.cc.ts_echo = qp.ack_trigger_ts;
+    // A grant-only SACK answers no packet: an echoed timestamp would give the
+    // sender a round trip as old as the last packet received.
+    s.cc.ts_echo = grant_only ? std::uint16_t{0} : qp.ack_trigger_ts;
     s.cc.restore_cwnd = restore;
     finish_ctrl(*g, s);
     ++qp.stats.sacks_sent;
     if (cfg_.send_transport_acks) send_transport_ack(qp);
+}
+
+void Engine::credit_fill(Qp& qp, wire::GatherFrame& g) {
+    if (qp.attr.cc.algorithm != CcAlgorithm::credit || !credit_sched_.configured()) return;
+    const std::uint64_t granted = credit_sched_.granted(qp.qpn & kQpIndexMask);
+    g.credit.kind = wire::CreditKind::grant;
+    g.credit.grant_bytes = granted;
+    qp.credit_grant_sent = std::max(qp.credit_grant_sent, granted);
+}
+
+void Engine::credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& f, TimeNs now) {
+    if (!credit_sched_.configured()) {
+        // The first credit-mode QP sending to us sets the receiver's pace:
+        // its line rate (planes · link rate) and how far grants may run ahead.
+        const CreditConfig& k = qp.attr.cc.credit;
+        const double rate = static_cast<double>(qp.attr.cc.link_rate_bps) / 8e9 * cfg_.planes *
+                            std::clamp(k.rate_ratio, 1e-3, 1.0);
+        const auto bdp = static_cast<std::uint64_t>(rate * static_cast<double>(qp.attr.cc.base_rtt_ns));
+        const auto hold = static_cast<std::uint64_t>(rate * static_cast<double>(cfg_.ack_delay_ns));
+        // A sender that neither sent nor was granted for a few round trips holds no unused credit.
+        credit_sched_.configure(rate, k.ahead_bytes != 0 ? k.ahead_bytes : bdp + hold, k.quantum_bytes,
+                                4 * (qp.attr.cc.base_rtt_ns + cfg_.ack_delay_ns));
+    }
+    credit_sched_.on_request(qp.qpn & kQpIndexMask, c.request_bytes, c.used_bytes, now);
+    // Bytes that came unasked used the link all the same: they are paid
+    // from the budget that grants would have used (a trimmed packet's did
+    // not reach us: it is asked for again, and granted then).
+    if (f.trim == wire::TrimKind::none)
+        credit_sched_.charge(std::min<std::uint64_t>(c.unscheduled_bytes, f.payload.size()));
+}
+
+void Engine::credit_schedule(TimeNs now) {
+    // A grant its sender has not used for a few round trips may have been
+    // lost with its SACK: it is sent again (the cumulative count repairs it).
+    credit_sched_.expire(now, [&](std::uint32_t id) {
+        Qp* qp = id < qps_.size() ? qps_[id].get() : nullptr;
+        if (qp == nullptr) return;
+        qp->credit_resend = true;
+        if (qp->credit_grant_listed) return;
+        qp->credit_grant_listed = true;
+        credit_granted_.push_back(qp);
+    });
+    credit_sched_.run(now, [&](std::uint32_t id) {
+        Qp* qp = id < qps_.size() ? qps_[id].get() : nullptr;
+        if (qp == nullptr || qp->credit_grant_listed) return;
+        qp->credit_grant_listed = true;
+        credit_granted_.push_back(qp);
+    });
+    credit_next_ns_ = credit_sched_.next_grant_ns(now);
+}
+
+void Engine::credit_send_grants(TimeNs now) {
+    for (Qp* qp : credit_granted_) {
+        qp->credit_grant_listed = false;
+        if (qp->state == QpState::err || qp->state == QpState::reset) continue;
+        const bool resend = qp->credit_resend;
+        qp->credit_resend = false;
+        if (!resend && credit_sched_.granted(qp->qpn & kQpIndexMask) <= qp->credit_grant_sent) continue;  // a SACK carried it
+        // A grant sent again rotates over the planes: the SACK that carried
+        // it may have died on the last data packet's path.
+        send_sack(*qp, now, qp->ack_pending == 0, resend);
+    }
+    credit_granted_.clear();
 }
 
 void Engine::send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std::uint16_t probe_id) {
@@ -152,6 +220,7 @@ void Engine::send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std
     s.seth.ack_psn_offset = static_cast<std::int16_t>(probe_id);
     s.seth.sack_offset = 1;
     s.seth.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, 1));
+    credit_fill(qp, *g);
     finish_ctrl(*g, s);
     ++qp.stats.sacks_sent;
 }

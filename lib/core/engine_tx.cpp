@@ -32,6 +32,7 @@ bool Engine::can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept {
         if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
         len = std::min(qp.attr.mtu_bytes, qp.sq[qp.seg_msg].length - qp.seg_offset);
     }
+    if (qp.credit != nullptr && !qp.credit->may_send(len, qp.inflight_bytes == 0)) return false;
     const std::uint64_t pipe = qp.pipe_bytes();
     return pipe == 0 || pipe + len <= cwnd;
 }
@@ -74,6 +75,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
             continue;
         }
         if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + p.len > cwnd) return false;
+        if (qp.credit != nullptr && !qp.credit->may_send(p.len, qp.inflight_bytes == 0)) return false;
         const int slot = qp.paths.select(planes, rng_);
         if (slot < 0) return false;
         qp.resend.pop_front();
@@ -87,6 +89,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     SendMsg& m = qp.sq[qp.seg_msg];
     const std::uint32_t len = std::min(qp.attr.mtu_bytes, m.length - qp.seg_offset);
     if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + len > cwnd) return false;
+    if (qp.credit != nullptr && !qp.credit->may_send(len, qp.inflight_bytes == 0)) return false;
     const int slot = qp.paths.select(planes, rng_);
     if (slot < 0) return false;
     const std::uint32_t psn = qp.snd_nxt;
@@ -118,6 +121,15 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     const std::uint8_t plane = slot.plane;
     out.telemetry = nullptr;  // the driver's slot may hold an earlier SACK's
+    out.credit = {};
+    if (qp.credit != nullptr) {
+        // Credit mode: the packet is paid (unscheduled bytes first) and
+        // carries the QP's request (docs/PROTOCOL.md §11.8).
+        out.credit.kind = wire::CreditKind::data;
+        out.credit.unscheduled_bytes = qp.credit->on_sent(p.len, qp.inflight_bytes == 0);
+        out.credit.request_bytes = qp.credit->request_bytes();
+        out.credit.used_bytes = qp.credit->sent_scheduled_bytes();
+    }
 
     // Sender state first: whether this packet must ask for an acknowledgement
     // depends on what the QP can send after it.
@@ -212,6 +224,9 @@ void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
     ++qp.plane_counters[packet_plane(p)].lost;
     assert(qp.inflight_bytes >= p.len && "inflight_bytes covers every packet neither acked nor lost");
     qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
+    // Credit mode: the bytes are asked for again (the credit they used is
+    // not lost: the receiver grants them anew when the request shows them).
+    if (qp.credit != nullptr) qp.credit->on_demand(p.len, false, false);
     if (front) qp.resend.push_front(psn);
     else qp.resend.push_back(psn);
     want_tx(qp);
@@ -630,6 +645,16 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
                                        : qp.rtt_recent_max_ns - (qp.rtt_recent_max_ns - a.rtt_ns) / 64;
         }
         qp.cc->on_ack(a);
+    }
+    if (qp.credit != nullptr) {
+        if (rx_credit_ != nullptr && rx_credit_->kind == wire::CreditKind::grant) {
+            qp.credit->on_grant(rx_credit_->grant_bytes);
+        } else if (!qp.credit->off()) {
+            // The peer's SACKs carry no grant (a driver without the credit
+            // fields, or a peer not in credit mode): none will ever come.
+            qp.credit->on_no_grant();
+        }
+        want_tx(qp);
     }
     advance_una(qp, now);
     // Packets the receiver holds beyond its cumulative PSN that no bitmap

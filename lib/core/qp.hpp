@@ -106,6 +106,7 @@ struct Qp {
     std::uint64_t tx_seq = 0;
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
+    Credit* credit = nullptr;       ///< cc, when it is the receiver-credit mode (its send gate and request); else null
     std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one (EvSlot::infer_queued)
     /// RTT samples of one plane (its triggering packets'), as the QP-wide ones below.
     struct PlaneRtt {
@@ -154,6 +155,11 @@ struct Qp {
     /// A retransmission arrived that was already received: the sender's loss
     /// reaction was spurious (CC_STATE restore_cwnd in the next SACK).
     bool ack_restore_cwnd = false;
+    /// Receiver credit (attr.cc.algorithm credit): the grant the last SACK
+    /// carried, cumulative bytes (the engine's CreditScheduler has the current one).
+    std::uint64_t credit_grant_sent = 0;
+    bool credit_grant_listed = false;  ///< on the engine's list of QPs whose grant grew (Engine::credit_granted_)
+    bool credit_resend = false;        ///< its grant went unused for the expiry: send it again
     std::uint32_t rcv_ooo = 0;      ///< received PSNs beyond rcv_cack (set bits of rcv_bitmap): CC_STATE ooo_count
     std::uint32_t rcv_msn = 0;      ///< messages wholly received (24 bits, IB MSN): Transport ACK/NAK MSN
     Ring<std::uint32_t> msg_ends;   ///< last PSNs of messages whose end has arrived, ordered; counted into rcv_msn once ≤ cack

@@ -58,6 +58,7 @@ core::CcConfig to_core(const CcConfig& c) {
         case CcAlgorithm::nscc: o.algorithm = core::CcAlgorithm::nscc; break;
         case CcAlgorithm::dcqcn: o.algorithm = core::CcAlgorithm::dcqcn; break;
         case CcAlgorithm::hpcc: o.algorithm = core::CcAlgorithm::hpcc; break;
+        case CcAlgorithm::credit: o.algorithm = core::CcAlgorithm::credit; break;
     }
     o.fixed_window_bytes = c.fixed_window_bytes;
     o.base_rtt_ns = c.base_rtt_ns;
@@ -75,6 +76,10 @@ core::CcConfig to_core(const CcConfig& c) {
     o.hpcc.eta = c.hpcc.eta;
     o.hpcc.max_stage = c.hpcc.max_stage;
     o.hpcc.wai_ratio = c.hpcc.wai_ratio;
+    o.credit.unscheduled_bytes = c.credit.unscheduled_bytes;
+    o.credit.quantum_bytes = c.credit.quantum_bytes;
+    o.credit.ahead_bytes = c.credit.ahead_bytes;
+    o.credit.rate_ratio = c.credit.rate_ratio;
     return o;
 }
 

@@ -40,6 +40,9 @@ inline constexpr bool kPortMaskOneBased = true;
 /// SETH cc_type of NSCC. UET numbers NSCC 0 and credit-based CC 1, and the
 /// MRC reimplementations send 0 in SACKs. Confidence: low-medium.
 inline constexpr std::uint8_t kSethCcTypeNscc = 0;
+/// SETH cc_type of OpenMRC's receiver-credit mode (CcAlgorithm::credit):
+/// UET's number for credit-based CC. Sent, ignored on receive.
+inline constexpr std::uint8_t kSethCcTypeCredit = 1;
 
 /// NETH cc_type: every reimplementation sends 2; its meaning is not known.
 /// Sent as they send it, ignored on receive. Confidence: medium (value), none (meaning).

@@ -115,3 +115,38 @@ TEST_CASE("hpcc__incast_keeps_the_last_hop_queue_near_empty", "[sim]") {
     REQUIRE(hpcc.job_us <= hpcc.ideal_job_us * 1.25);
     REQUIRE(jain_of_rates(hpcc) >= 0.9);
 }
+
+TEST_CASE("credit__incast_keeps_the_last_hop_queue_to_the_grants_ahead", "[sim]") {
+    // Receiver credit needs no marking: the receiver paces grants at its two
+    // links' rate, and unscheduled bytes (64 KB per sender) are charged to
+    // that pace when they arrive. The same incast under nscc and
+    // fixed windows, in the same run, for comparison.
+    const Result credit = run_scenario(incast_8(core::CcAlgorithm::credit));
+    const Result nscc = run_scenario(incast_8(core::CcAlgorithm::nscc));
+    const Result fixed = run_scenario(incast_8(core::CcAlgorithm::fixed));
+    REQUIRE(credit.completed);
+    REQUIRE(nscc.completed);
+    REQUIRE(fixed.completed);
+    REQUIRE(credit.qp_errors == 0);
+    REQUIRE(credit.flows == 8);
+    INFO("credit: last-hop peak " << credit.last_hop_queue_peak_bytes << " B, trims " << credit.trims << ", jain "
+                                  << jain_of_rates(credit) << ", job " << credit.job_us << " us (ideal "
+                                  << credit.ideal_job_us << ")");
+    INFO("nscc: last-hop peak " << nscc.last_hop_queue_peak_bytes << " B, trims " << nscc.trims << ", job "
+                                << nscc.job_us << " us");
+    INFO("fixed: last-hop peak " << fixed.last_hop_queue_peak_bytes << " B, trims " << fixed.trims);
+    // After the start-up burst (8 × 64 KB unscheduled) the queue is what
+    // grants run ahead of the line rate (one BDP plus the ACK hold, 206 KB
+    // here) less what is on the wire: measured 50,860 B; nscc keeps 174 KB,
+    // fixed windows the 512 KB limit.
+    REQUIRE(credit.last_hop_queue_peak_bytes <= 80 * 1024);
+    REQUIRE(nscc.last_hop_queue_peak_bytes >= 3 * credit.last_hop_queue_peak_bytes);
+    REQUIRE(fixed.last_hop_queue_peak_bytes >= 500 * 1000);
+    // Trims: measured 0 (nscc 206, fixed 53,931; 22 with one-BDP bursts).
+    REQUIRE(credit.trims * 5 <= nscc.trims);
+    REQUIRE(credit.trims * 1000 <= fixed.trims);
+    // The receiver's links stay busy (measured × 1.00000 of the ideal) and
+    // round robin shares them (Jain 0.99976).
+    REQUIRE(credit.job_us <= credit.ideal_job_us * 1.02);
+    REQUIRE(jain_of_rates(credit) >= 0.99);
+}

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Two engines wired back to back in virtual time, for engine unit tests
 // without any driver: each frame is flattened and delivered after a per-plane
-// delay, through an optional fault hook (drop, trim, corrupt, delay).
+// delay, through an optional fault hook (drop, trim, corrupt, delay). The
+// receiver-credit fields travel beside the bytes (docs/PROTOCOL.md §11.8).
 #pragma once
 
 #include <cstring>
@@ -21,6 +22,7 @@ struct InFlight {
     int to = 0;
     std::uint8_t plane = 0;
     std::vector<std::uint8_t> bytes;
+    wire::CreditExt credit{};  ///< receiver-credit fields, carried beside the bytes as drivers/sim does
     bool operator>(const InFlight& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
@@ -89,7 +91,9 @@ public:
                 InFlight f = wire_.top();
                 wire_.pop();
                 ++delivered;
-                engines[f.to]->on_rx(f.bytes, f.plane, now);
+                wire::RxFrame rx{f.bytes.data(), static_cast<std::uint32_t>(f.bytes.size()), f.plane};
+                if (f.credit.kind != wire::CreditKind::none) rx.credit = &f.credit;
+                engines[f.to]->on_rx_burst({&rx, 1}, now);
             }
         }
         return done();
@@ -101,6 +105,7 @@ public:
         g.flatten(f.bytes);
         f.to = 1 - from;
         f.plane = g.plane;
+        f.credit = g.credit;
         f.seq = seq_++;
         f.at = now + delay_ns_ + plane_delay_ns[g.plane];
         ++sent;

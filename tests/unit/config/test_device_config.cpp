@@ -473,7 +473,7 @@ TEST_CASE("config: every error names the file, the key's dotted path and its lin
         {dev + "[device.qp]\npath_policy = \"rr\"\n",
          "cfg.toml: device 'omrc0'.qp.path_policy: must be one of \"ecmp\", \"spray\", \"adaptive\", got \"rr\" (line 5)"},
         {dev + "[device.qp.cc]\nalgorithm = \"qcn\"\n",
-         "cfg.toml: device 'omrc0'.qp.cc.algorithm: must be one of \"fixed\", \"nscc\", \"dcqcn\", \"hpcc\", got \"qcn\" (line 5)"},
+         "cfg.toml: device 'omrc0'.qp.cc.algorithm: must be one of \"fixed\", \"nscc\", \"dcqcn\", \"hpcc\", \"credit\", got \"qcn\" (line 5)"},
         {dev + "[device.qp.cc]\ndcqcn_g = 2\n", "cfg.toml: device 'omrc0'.qp.cc.dcqcn_g: must be > 0 and ≤ 1, got 2 (line 5)"},
         {dev + "[device.qp.cc]\ndcqcn_alpha_period_ns = 0\n",
          "cfg.toml: device 'omrc0'.qp.cc.dcqcn_alpha_period_ns: must be 1..3600000000000, got 0 (line 5)"},
