@@ -7,19 +7,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "core/rng.hpp"
+
 namespace omrc::sim {
-
-namespace {
-
-/// SplitMix64's finaliser: the controller's hash mapping of (connection, plane).
-constexpr std::uint64_t mix(std::uint64_t z) noexcept {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-}  // namespace
 
 RnlController::RnlController(std::vector<std::pair<std::uint32_t, std::uint32_t>> conns, const PlanShape& shape,
                              const RnlConfig& cfg, std::uint64_t seed)
@@ -32,10 +22,11 @@ RnlController::RnlController(std::vector<std::pair<std::uint32_t, std::uint32_t>
     t1_.assign(conns_.size() * shape_.planes, 0);
     score_.assign(conns_.size() * shape_.planes, 0);
     for (std::size_t c = 0; c < conns_.size(); ++c)
-        for (std::uint32_t p = 0; p < shape_.planes; ++p)
-            t1_[c * shape_.planes + p] = static_cast<std::uint32_t>(
-                mix(seed ^ (std::uint64_t{conns_[c].first} << 40) ^ (std::uint64_t{conns_[c].second} << 16) ^ p) %
-                shape_.t1);
+        for (std::uint32_t p = 0; p < shape_.planes; ++p) {
+            // The hash mapping of (connection, plane): a SplitMix64 step of their bits.
+            std::uint64_t key = seed ^ (std::uint64_t{conns_[c].first} << 40) ^ (std::uint64_t{conns_[c].second} << 16) ^ p;
+            t1_[c * shape_.planes + p] = static_cast<std::uint32_t>(core::splitmix64(key) % shape_.t1);
+        }
 }
 
 core::PathPlan RnlController::plan(std::uint32_t c) const {

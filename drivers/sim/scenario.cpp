@@ -106,8 +106,8 @@ private:
     void make_plans();
     /// ... and installs them in the QPs (RTS→RTS modify).
     void install_plans();
-    /// Installs plans_[{src, dst}] in the QP of host src that talks to dst.
-    void install_plan(std::uint32_t src, std::uint32_t dst);
+    /// Installs plans_[{host, peer}], if any, in `host`'s QP `qpn` (RTS→RTS modify).
+    void install_plan(std::uint32_t host, std::uint32_t qpn, std::uint32_t peer);
     /// Policy rnl: the controller, and one scoring round every interval.
     std::unique_ptr<RnlController> rnl_;
     std::vector<std::uint64_t> rnl_prev_tx_up_, rnl_prev_tx_down_;  ///< port tx_bytes at the previous round
@@ -301,31 +301,19 @@ void Runner::make_plans() {
 }
 
 void Runner::install_plans() {
-    const core::TimeNs now = sim_->now_ns();
     for (const auto& [key, c] : conns_) {
-        const std::uint32_t hosts[2] = {key.first, key.second}, qpn[2] = {c.src_qpn, c.dst_qpn};
-        for (int i = 0; i < 2; ++i) {
-            const auto it = plans_.find({hosts[i], hosts[1 - i]});
-            if (it == plans_.end() || it->second.t1_count == 0) continue;
-            core::QpAttr a{};
-            a.plan = it->second;
-            if (sim_->engine(hosts[i]).submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, core::kAttrPath}, now).err != 0)
-                throw std::runtime_error("scenario: installing a path plan failed");
-        }
+        install_plan(key.first, c.src_qpn, key.second);
+        install_plan(key.second, c.dst_qpn, key.first);
     }
     ++replans_;
 }
 
-void Runner::install_plan(std::uint32_t src, std::uint32_t dst) {
-    const auto plan = plans_.find({src, dst});
+void Runner::install_plan(std::uint32_t host, std::uint32_t qpn, std::uint32_t peer) {
+    const auto plan = plans_.find({host, peer});
     if (plan == plans_.end() || plan->second.t1_count == 0) return;
-    std::uint32_t qpn = 0;
-    if (const auto it = conns_.find({src, dst}); it != conns_.end()) qpn = it->second.src_qpn;
-    else if (const auto back = conns_.find({dst, src}); back != conns_.end()) qpn = back->second.dst_qpn;
-    else return;
     core::QpAttr a{};
     a.plan = plan->second;
-    if (sim_->engine(src).submit(core::CmdModifyQp{qpn, core::QpState::rts, a, core::kAttrPath}, sim_->now_ns()).err != 0)
+    if (sim_->engine(host).submit(core::CmdModifyQp{qpn, core::QpState::rts, a, core::kAttrPath}, sim_->now_ns()).err != 0)
         throw std::runtime_error("scenario: installing a path plan failed");
 }
 
@@ -360,8 +348,6 @@ void Runner::rnl_round() {
                 read(sim_->switch_port(topo_.t1_switch(p, j), i), t.downlink, rnl_prev_tx_down_[l], reading.down[l]);
             }
     std::vector<bool> active(plan_order_.size(), false);
-    if (rnl_index_.empty())
-        for (std::uint32_t c = 0; c < plan_order_.size(); ++c) rnl_index_[plan_order_[c]] = c;
     if (current_step_ < plan_.steps.size())
         for (std::uint32_t id : plan_.steps[current_step_]) {
             const Flow& f = plan_.flows[id];
@@ -370,7 +356,7 @@ void Runner::rnl_round() {
     for (const RnlMove& m : rnl_->round(reading, active)) {
         const auto& [src, dst] = plan_order_[m.conn];
         plans_[{src, dst}] = rnl_->plan(m.conn);
-        install_plan(src, dst);
+        install_plan(src, conns_.at({src, dst}).src_qpn, dst);
     }
     sim_->schedule(sim_->now() + cfg_.rnl.interval_ps, [this] { rnl_round(); });
 }
@@ -509,24 +495,26 @@ void Runner::build() {
         [this](std::uint32_t h) -> core::PlacementTarget* {
             return cfg_.carry_payload ? static_cast<core::PlacementTarget*>(buffers_[h].get()) : &counting_;
         });
-    if (cfg_.policy == core::PathPolicy::planned && srv6_) {
-        // What a controller would install: a T1 per connection and plane,
-        // the connections in their order of first use.
+    if (core::follows_plan(cfg_.policy) && srv6_) {
+        // A controller's connections, in their order of first use.
         std::map<std::pair<std::uint32_t, std::uint32_t>, bool> seen;
         for (const Flow& f : plan_.flows)
             if (seen.emplace(std::make_pair(f.src, f.dst), true).second) plan_order_.emplace_back(f.src, f.dst);
+    }
+    if (cfg_.policy == core::PathPolicy::planned && srv6_) {
+        // What a controller would install: a T1 per connection and plane.
         dead_t1_.assign(std::size_t{topo_.planes} * cfg_.topology.t1, false);
         make_plans();
     } else if (cfg_.policy == core::PathPolicy::rnl && srv6_) {
         // The controller's first mapping is a hash of (connection, plane);
         // its rounds start with the job.
-        std::map<std::pair<std::uint32_t, std::uint32_t>, bool> seen;
-        for (const Flow& f : plan_.flows)
-            if (seen.emplace(std::make_pair(f.src, f.dst), true).second) plan_order_.emplace_back(f.src, f.dst);
         rnl_ = std::make_unique<RnlController>(
             plan_order_, PlanShape{cfg_.topology.t0, cfg_.topology.t1, cfg_.topology.hosts_per_t0, topo_.planes},
             cfg_.rnl, cfg_.seed);
-        for (std::uint32_t c = 0; c < plan_order_.size(); ++c) plans_[plan_order_[c]] = rnl_->plan(c);
+        for (std::uint32_t c = 0; c < plan_order_.size(); ++c) {
+            plans_[plan_order_[c]] = rnl_->plan(c);
+            rnl_index_[plan_order_[c]] = c;
+        }
         sim_->schedule(cfg_.workload.start_ps + cfg_.rnl.interval_ps, [this] { rnl_round(); });
     }
     for (const Flow& f : plan_.flows) {

@@ -275,6 +275,10 @@ private:
     };
     std::array<PathAlarm, 64> path_alarms_{};
     std::uint64_t path_alarm_seq_ = 0;       ///< alarms raised so far
+    /// Sequence of the oldest alarm the ring still holds.
+    [[nodiscard]] std::uint64_t oldest_path_alarm() const noexcept {
+        return path_alarm_seq_ > path_alarms_.size() ? path_alarm_seq_ - path_alarms_.size() : 0;
+    }
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
     std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes
     struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };

@@ -38,8 +38,7 @@ bool Engine::can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept {
 }
 
 void Engine::apply_path_alarms(Qp& qp, TimeNs now) {
-    const std::uint64_t first =
-        std::max<std::uint64_t>(qp.alarms_seen, path_alarm_seq_ > path_alarms_.size() ? path_alarm_seq_ - path_alarms_.size() : 0);
+    const std::uint64_t first = std::max(qp.alarms_seen, oldest_path_alarm());
     qp.alarms_seen = path_alarm_seq_;
     if (qp.paths.groups_per_plane() <= 1 || !qp.paths.manages_paths()) return;
     const std::uint32_t dst_t0 = cfg_.fabric.t0_of(qp.attr.peer_host);
@@ -285,8 +284,7 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
         // within the alarm time point at the T1 or our uplink to it, which
         // every destination crosses: that alarm is for all of them.
         std::uint32_t dst_t0 = cfg_.fabric.t0_of(qp.attr.peer_host);
-        const std::uint64_t oldest = path_alarm_seq_ > path_alarms_.size() ? path_alarm_seq_ - path_alarms_.size() : 0;
-        for (std::uint64_t seq = oldest; seq < path_alarm_seq_; ++seq) {
+        for (std::uint64_t seq = oldest_path_alarm(); seq < path_alarm_seq_; ++seq) {
             const PathAlarm& a = path_alarms_[seq % path_alarms_.size()];
             if (a.plane == plane && a.group == group && a.dst_t0 != dst_t0 && now <= a.at_ns + cfg_.path_alarm_ns) {
                 dst_t0 = kAnyT0;

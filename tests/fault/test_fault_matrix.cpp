@@ -17,36 +17,6 @@ using namespace omrc::test;
 
 namespace {
 
-loopback::FabricConfig fabric8(std::uint64_t seed) {
-    loopback::FabricConfig f;
-    f.planes = 8;
-    f.seed = seed;
-    f.link_delay_ns = 1'000;
-    f.queue.rate_bps = 100'000'000'000;  // 8 × 100 Gb/s
-    return f;
-}
-
-struct RunResult {
-    bool finished = false;
-    TimeNs elapsed_ns = 0;
-};
-
-/// Sends `t` from endpoint 0 to 1 as `sizes` messages with `depth` outstanding.
-RunResult transfer(LoopbackHarness& h, std::uint32_t qpn, GuardedTransfer& t, const std::vector<std::size_t>& sizes,
-                   std::size_t depth, TimeNs limit_ns) {
-    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
-    Poster poster(h, 0, qpn, write_requests(t, sizes), depth);
-    const TimeNs start = h.now;
-    RunResult r;
-    r.finished = h.run([&] { return h.completions[0].size() == sizes.size(); }, h.now + limit_ns,
-                       [&] { poster.pump(); });
-    r.elapsed_ns = h.now - start;
-    // `t` may not outlive the next transfer: its region leaves the table
-    // (a stale region of the same rkey would take the next one's writes).
-    h.memory[1]->remove(t.rkey);
-    return r;
-}
-
 QpAttr adaptive_attr() {
     QpAttr a;
     a.policy = PathPolicy::adaptive;
@@ -276,14 +246,7 @@ TEST_CASE("row 10b: one T1 of one plane lost and returned: its share, nothing mo
     const auto qpns = h.connect(0, 1, adaptive_attr());
     const std::uint32_t a = qpns.first;
     auto phase = [&](std::uint64_t phase_seed) {
-        const std::size_t bytes = 256u << 20;
-        GuardedTransfer t = make_guarded(bytes, phase_seed, static_cast<std::uint32_t>(0x5EC000 + phase_seed));
-        h.completions[0].clear();
-        const RunResult r = transfer(h, a, t, std::vector<std::size_t>(bytes >> 20, 1u << 20), 32, 1'000'000'000);
-        REQUIRE(r.finished);
-        CHECK(t.byte_exact());
-        check_one_completion_each(h.completions[0], bytes >> 20);
-        return static_cast<double>(bytes) / static_cast<double>(r.elapsed_ns);  // bytes per ns
+        return transfer_rate(h, a, 256u << 20, phase_seed, static_cast<std::uint32_t>(0x5EC000 + phase_seed));
     };
     const double before = phase(seed);
     loopback::Impairment lost;

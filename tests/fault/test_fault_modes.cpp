@@ -16,15 +16,6 @@ using namespace omrc::test;
 
 namespace {
 
-loopback::FabricConfig fabric8(std::uint64_t seed) {
-    loopback::FabricConfig f;
-    f.planes = 8;
-    f.seed = seed;
-    f.link_delay_ns = 1'000;
-    f.queue.rate_bps = 100'000'000'000;  // 8 × 100 Gb/s
-    return f;
-}
-
 struct Mode {
     std::string name;
     PathPolicy policy = PathPolicy::adaptive;
@@ -46,23 +37,6 @@ QpAttr attr_for(const Mode& m) {
     return a;
 }
 
-/// `bytes` of 1 MiB WRITEs from endpoint 0 to 1; returns bytes per ns.
-double phase(LoopbackHarness& h, std::uint32_t qpn, std::size_t bytes, std::uint64_t seed) {
-    GuardedTransfer t = make_guarded(bytes, seed, static_cast<std::uint32_t>(0x5ED000 + seed));
-    h.completions[0].clear();
-    h.memory[1]->add(t.rkey, t.dst(), t.src.size());
-    const std::vector<std::size_t> sizes(bytes >> 20, 1u << 20);
-    Poster poster(h, 0, qpn, write_requests(t, sizes), 32);
-    const TimeNs start = h.now;
-    const bool finished = h.run([&] { return h.completions[0].size() == sizes.size(); }, h.now + 1'000'000'000,
-                                [&] { poster.pump(); });
-    h.memory[1]->remove(t.rkey);
-    REQUIRE(finished);
-    CHECK(t.byte_exact());
-    check_one_completion_each(h.completions[0], sizes.size());
-    return static_cast<double>(bytes) / static_cast<double>(h.now - start);
-}
-
 }  // namespace
 
 TEST_CASE("row 9 per congestion control: trims on one plane are NACKed and resent, nothing retired", "[fault]") {
@@ -78,7 +52,7 @@ TEST_CASE("row 9 per congestion control: trims on one plane are NACKed and resen
             imp.trim.size_bytes = 128;
             h.fabric.set_impairment(0, 1, 2, imp);
             const auto [a, b] = h.connect(0, 1, attr_for(m));
-            (void)phase(h, a, 32u << 20, seed);
+            (void)transfer_rate(h, a, 32u << 20, seed, 0x5ED000 + seed);
             const auto& sa = h.engines[0]->find_qp(a)->stats;
             const auto& sb = h.engines[1]->find_qp(b)->stats;
             const std::uint64_t trimmed = h.fabric.link_counters(0, 1, 2).trimmed;
@@ -110,16 +84,16 @@ TEST_CASE("row 10b per mode: one T1 of one plane lost and returned", "[fault][fa
             const auto [a, b] = h.connect(0, 1, attr_for(m));
             (void)b;
             const std::size_t bytes = 32u << 20;
-            const double before = phase(h, a, bytes, seed);
+            const double before = transfer_rate(h, a, bytes, seed, 0x5ED000 + seed);
             loopback::Impairment lost;
             lost.blackhole_t1 = {4, 2};
             h.fabric.set_impairment(0, 1, 5, lost);
             h.fabric.set_impairment(1, 0, 5, lost);
-            const double during = phase(h, a, bytes, seed + 1);
+            const double during = transfer_rate(h, a, bytes, seed + 1, 0x5ED001 + seed);
             h.fabric.set_impairment(0, 1, 5, loopback::Impairment{});
             h.fabric.set_impairment(1, 0, 5, loopback::Impairment{});
             h.run([] { return false; }, h.now + 2'000'000);  // probes bring the T1 back
-            const double after = phase(h, a, bytes, seed + 2);
+            const double after = transfer_rate(h, a, bytes, seed + 2, 0x5ED002 + seed);
             const auto& st = h.engines[0]->find_qp(a)->stats;
             CAPTURE(before, during, after, st.ev_retirements, st.ev_restorations, st.data_pkts_resent);
             // Adaptive spraying over all 4 T1s loses 1/32 of its EVs. A plan of

@@ -5,6 +5,7 @@
 // receiver-credit fields travel beside the bytes (docs/PROTOCOL.md §11.8).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <queue>
@@ -13,6 +14,7 @@
 #include "core/engine.hpp"
 #include "support/engine_connect.hpp"
 #include "support/guarded_memory.hpp"
+#include "wire/frame.hpp"
 
 namespace omrc::test {
 
@@ -130,5 +132,30 @@ private:
     std::uint64_t seq_ = 0;
     std::priority_queue<InFlight, std::vector<InFlight>, std::greater<>> wire_;
 };
+
+/// WRITEs of `msg` bytes covering `bytes` from `src` to `dst` (registered
+/// under `rkey` at the peer), wr_id = message index.
+inline std::vector<core::SendRequest> make_write_wrs(const std::uint8_t* src, std::uint8_t* dst, std::size_t bytes,
+                                                     std::uint32_t rkey, std::size_t msg) {
+    std::vector<core::SendRequest> wrs;
+    for (std::size_t off = 0; off < bytes; off += msg) {
+        core::SendRequest r;
+        r.wr_id = off / msg;
+        r.remote_addr = reinterpret_cast<std::uint64_t>(dst) + off;
+        r.rkey = rkey;
+        r.sge_count = 1;
+        r.sges[0] = {src + off, static_cast<std::uint32_t>(std::min(msg, bytes - off))};
+        wrs.push_back(r);
+    }
+    return wrs;
+}
+
+/// What a trimming switch does to a frame (before the hook hands it on):
+/// cut to 128 bytes, DSCP remarked "trimmed".
+inline void trim_frame(std::vector<std::uint8_t>& f) {
+    f.resize(128);
+    f[14] = static_cast<std::uint8_t>((f[14] & 0xF0) | (wire::kDscpTrimmed >> 2));
+    f[15] = static_cast<std::uint8_t>((f[15] & 0x3F) | ((wire::kDscpTrimmed & 3) << 6));
+}
 
 }  // namespace omrc::test

@@ -218,16 +218,7 @@ QpAttr credit_attr() {
 /// Posts `bytes` of WRITEs from A to B in messages of `msg` bytes into `dst`.
 void post(EnginePair& pair, std::uint32_t qpn, const std::vector<std::uint8_t>& src, std::vector<std::uint8_t>& dst,
           std::size_t msg) {
-    std::vector<SendRequest> wrs;
-    for (std::size_t off = 0; off < src.size(); off += msg) {
-        SendRequest r;
-        r.wr_id = off / msg;
-        r.remote_addr = reinterpret_cast<std::uint64_t>(dst.data()) + off;
-        r.rkey = 0x1234;
-        r.sge_count = 1;
-        r.sges[0] = {src.data() + off, static_cast<std::uint32_t>(std::min(msg, src.size() - off))};
-        wrs.push_back(r);
-    }
+    const std::vector<SendRequest> wrs = omrc::test::make_write_wrs(src.data(), dst.data(), src.size(), 0x1234, msg);
     REQUIRE(pair.engines[0]->submit(CmdPostSend{qpn, wrs}, pair.now).err == 0);
 }
 }  // namespace
@@ -239,9 +230,7 @@ TEST_CASE("Engine::credit__trimmed_packets_are_asked_for_again_and_the_transfer_
     pair.hook = [&](int from, std::uint8_t plane, std::vector<std::uint8_t>& f) {
         // 5 % of data packets on plane 3 are cut to 128 bytes and remarked.
         if (from == 0 && plane == 3 && f.size() > 1000 && rng() % 20 == 0) {
-            f.resize(128);
-            f[14] = static_cast<std::uint8_t>((f[14] & 0xF0) | (omrc::wire::kDscpTrimmed >> 2));
-            f[15] = static_cast<std::uint8_t>((f[15] & 0x3F) | ((omrc::wire::kDscpTrimmed & 3) << 6));
+            omrc::test::trim_frame(f);
             ++trimmed;
         }
         return Fate{};

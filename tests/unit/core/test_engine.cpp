@@ -35,17 +35,10 @@ Transfer make_transfer(EnginePair& pair, std::size_t bytes, std::uint64_t seed) 
 
 /// Posts `bytes` as WRITEs of `msg` bytes from A to B; the last one WITH_IMM.
 void post_writes(EnginePair& pair, std::uint32_t qpn, Transfer& t, std::size_t msg, bool imm_last = false) {
-    std::vector<SendRequest> wrs;
-    for (std::size_t off = 0; off < t.src.size(); off += msg) {
-        SendRequest r;
-        r.wr_id = off / msg;
-        r.remote_addr = reinterpret_cast<std::uint64_t>(t.dst.data()) + off;
-        r.rkey = t.rkey;
-        r.sge_count = 1;
-        r.sges[0] = {t.src.data() + off, static_cast<std::uint32_t>(std::min(msg, t.src.size() - off))};
-        r.with_imm = imm_last && off + msg >= t.src.size();
+    std::vector<SendRequest> wrs = omrc::test::make_write_wrs(t.src.data(), t.dst.data(), t.src.size(), t.rkey, msg);
+    for (SendRequest& r : wrs) {
+        r.with_imm = imm_last && &r == &wrs.back();
         r.imm_data = 0xABCD0000u + static_cast<std::uint32_t>(r.wr_id);
-        wrs.push_back(r);
     }
     auto res = pair.engines[0]->submit(CmdPostSend{qpn, wrs}, pair.now);
     REQUIRE(res.err == 0);
@@ -138,9 +131,7 @@ TEST_CASE("Engine::transfer__trimmed_packets_are_nacked_and_resent", "[unit][cor
     pair.hook = [&](int from, std::uint8_t plane, std::vector<std::uint8_t>& f) {
         // 5 % of data packets on plane 3 are cut to 128 bytes and remarked.
         if (from == 0 && plane == 3 && f.size() > 1000 && rng() % 20 == 0) {
-            f.resize(128);
-            f[14] = static_cast<std::uint8_t>((f[14] & 0xF0) | (wire::kDscpTrimmed >> 2));
-            f[15] = static_cast<std::uint8_t>((f[15] & 0x3F) | ((wire::kDscpTrimmed & 3) << 6));
+            omrc::test::trim_frame(f);
             ++trimmed;
         }
         return Fate{};

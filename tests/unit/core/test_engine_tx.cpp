@@ -23,16 +23,7 @@ std::vector<std::uint8_t> write_all(EnginePair& pair, std::uint32_t qpn, const s
                                     std::size_t msg) {
     std::vector<std::uint8_t> dst(src.size(), 0);
     pair.memory[1].add(0x77, dst.data(), dst.size());
-    std::vector<SendRequest> wrs;
-    for (std::size_t off = 0; off < src.size(); off += msg) {
-        SendRequest r;
-        r.wr_id = off / msg;
-        r.remote_addr = reinterpret_cast<std::uint64_t>(dst.data()) + off;
-        r.rkey = 0x77;
-        r.sge_count = 1;
-        r.sges[0] = {src.data() + off, static_cast<std::uint32_t>(std::min(msg, src.size() - off))};
-        wrs.push_back(r);
-    }
+    const std::vector<SendRequest> wrs = omrc::test::make_write_wrs(src.data(), dst.data(), src.size(), 0x77, msg);
     REQUIRE(pair.engines[0]->submit(CmdPostSend{qpn, wrs}, pair.now).err == 0);
     const std::size_t want = wrs.size();
     REQUIRE(pair.run([&] { return pair.completions[0].size() >= want; }, pair.now + 2'000'000'000));
