@@ -58,8 +58,6 @@ void Simulator::nic_receive(std::uint32_t nic, std::uint32_t plane, Packet* p) {
     std::memcpy(b + off, g.tail.data(), g.tail_len);
     wire::RxFrame rx{b, static_cast<std::uint32_t>(size), static_cast<std::uint8_t>(plane)};
     if (p->telemetry != nullptr && p->telemetry->hops != 0) rx.telemetry = p->telemetry;
-    // Credit fields travel in the packet's frame copy (docs/PROTOCOL.md §11.8).
-    if (g.credit.kind != wire::CreditKind::none) rx.credit = &g.credit;
     nics_[nic].engine->on_rx_burst({&rx, 1}, now_ns());
     pool_.put(p);
     std::memset(b, 0, size);

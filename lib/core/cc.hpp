@@ -344,6 +344,10 @@ public:
     [[nodiscard]] std::uint64_t request(std::uint32_t id) const noexcept {
         return id < entries_.size() ? entries_[id].request : 0;
     }
+    /// The largest credit-used count QP `id`'s packets carried (or what a forgiveness set).
+    [[nodiscard]] std::uint64_t used(std::uint32_t id) const noexcept {
+        return id < entries_.size() ? entries_[id].used : 0;
+    }
     [[nodiscard]] std::size_t demanding() const noexcept { return active_.size(); }
     [[nodiscard]] double budget_bytes() const noexcept { return budget_; }
     /// Granted and not yet used, over the QPs that sent or were granted

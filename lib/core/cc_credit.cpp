@@ -4,9 +4,8 @@
 // receiver credit (RCCC, after EQDS: Olteanu et al., NSDI 2022). Where this
 // differs from them:
 //  - the grant and the request ride the SACK and the data packets the
-//    engine sends anyway (fields beside the frame bytes that only the
-//    simulator carries, docs/PROTOCOL.md §11.8), never packets of their own
-//    but one case: a QP granted credit with nothing left to acknowledge gets
+//    engine sends anyway (OpenMRC's CGTH and CRTH extension headers,
+//    docs/PROTOCOL.md §11.8), never packets of their own but one case: a QP granted credit with nothing left to acknowledge gets
 //    a SACK that carries the grant (no timestamp echo, no RTT sample);
 //  - the receiver schedules per QP, not per (sender, VOQ/PKTC): a QP is the
 //    unit the engine knows; its fair share is per QP;

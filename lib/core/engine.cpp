@@ -571,7 +571,6 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     rx_plane_ = frame.plane;
     rx_ev_ = f.ev;
     rx_telemetry_ = frame.telemetry;
-    rx_credit_ = frame.credit;
     if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
         on_endpoint(f, frame.plane, now);
         return;
@@ -581,9 +580,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);
     if (!f.ip_src_is(qp->attr.peer_addr)) return drop(DropReason::wrong_source);
-    if (rx_credit_ != nullptr && rx_credit_->kind == wire::CreditKind::data &&
-        qp->attr.cc.algorithm == CcAlgorithm::credit)
-        credit_rx(*qp, *rx_credit_, f, now);
+    if (f.has_crth && qp->attr.cc.algorithm == CcAlgorithm::credit) credit_rx(*qp, f.crth(), f, now);
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {
         case wire::Opcode::sack:

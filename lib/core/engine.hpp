@@ -198,14 +198,14 @@ private:
     /// last data packet's EV (a grant sent again: that path may have died).
     void send_sack(Qp& qp, TimeNs now, bool grant_only = false, bool rotate = false);
     /// Receiver credit (docs/PROTOCOL.md §11.8): a credit-mode data packet's
-    /// request (and unscheduled bytes, charged when it arrived whole).
-    void credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& f, TimeNs now);
+    /// CRTH: its request (and unscheduled bytes, charged when it arrived whole).
+    void credit_rx(Qp& qp, const wire::CrthHdr& c, const wire::FrameView& f, TimeNs now);
     /// Runs the credit scheduler to `now`; lists the QPs whose grant grew.
     void credit_schedule(TimeNs now);
     /// A SACK to every listed QP whose grant no SACK has carried yet.
     void credit_send_grants(TimeNs now);
-    /// The credit fields of a credit-mode QP's SACK.
-    void credit_fill(Qp& qp, wire::GatherFrame& g);
+    /// The CGTH of a credit-mode QP's SACK (`s` is being built; fill_sack set its cc_type).
+    void credit_fill(Qp& qp, wire::FrameSpec& s);
     /// The SACK answering a reliability probe: PR set, the probe id in
     /// ack_psn_offset, sent back on the EV and plane the probe came on.
     void send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std::uint16_t probe_id);
@@ -255,7 +255,6 @@ private:
     std::uint8_t rx_plane_ = 0;              ///< plane of the frame being received (rx_one)
     std::uint32_t rx_ev_ = 0;                ///< its EV
     const wire::IntStack* rx_telemetry_ = nullptr;  ///< its INT records (null = none), valid during rx_one
-    const wire::CreditExt* rx_credit_ = nullptr;    ///< its credit fields (null = none), valid during rx_one
     /// Receiver credit over every credit-mode QP sending to us (configured
     /// by the first one's CcConfig; idle, and never configured, otherwise).
     CreditScheduler credit_sched_;

@@ -20,7 +20,6 @@ wire::GatherFrame* Engine::ctrl_slot() {
     }
     wire::GatherFrame& g = ctrl_.emplace_back();  // a reused slot: clear what not every builder sets
     g.telemetry = nullptr;
-    g.credit = {};
     return &g;
 }
 
@@ -94,6 +93,7 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     h.cc_type = qp.attr.cc.algorithm == CcAlgorithm::credit ? wire::mrc::kSethCcTypeCredit : wire::mrc::kSethCcTypeNscc;
     h.mpr = static_cast<std::uint8_t>(qp.attr.mpr);
     s.cc = {};
+    s.cgth = {};  // a credit-mode QP's SACK carries one (cc_type credit); credit_fill sets it
     s.cc.ooo_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(qp.rcv_ooo, 0x7FFF));
     // 256-byte units, rounded up, wrapping at 24 bits.
     s.cc.rcvd_bytes = static_cast<std::uint32_t>(
@@ -125,7 +125,7 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     h.ack_psn_offset = static_cast<std::int16_t>(std::clamp(off, -32768, 32767));
     if (qp.ack_trigger_ecn && !grant_only) h.skip = wire::SackSkip::skip_once;
     if (qp.ack_trigger_has_int && !grant_only) g->telemetry = &qp.ack_trigger_int;
-    credit_fill(qp, *g);
+    credit_fill(qp, s);
     // The bitmap normally starts right after cack: that is where holes block
     // the sender's window, and the sender infers losses only from such
     // bitmaps. When the triggering packet is more than 64 PSNs ahead, every
@@ -146,15 +146,15 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     if (cfg_.send_transport_acks) send_transport_ack(qp);
 }
 
-void Engine::credit_fill(Qp& qp, wire::GatherFrame& g) {
-    if (qp.attr.cc.algorithm != CcAlgorithm::credit || !credit_sched_.configured()) return;
+void Engine::credit_fill(Qp& qp, wire::FrameSpec& s) {
+    if (qp.attr.cc.algorithm != CcAlgorithm::credit || !credit_sched_.configured()) return;  // V stays clear
     const std::uint64_t granted = credit_sched_.granted(qp.qpn & kQpIndexMask);
-    g.credit.kind = wire::CreditKind::grant;
-    g.credit.grant_bytes = granted;
+    s.cgth.valid = true;
+    s.cgth.grant = static_cast<std::uint32_t>(granted);  // low 32 bits; the sender widens them
     qp.credit_grant_sent = std::max(qp.credit_grant_sent, granted);
 }
 
-void Engine::credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& f, TimeNs now) {
+void Engine::credit_rx(Qp& qp, const wire::CrthHdr& c, const wire::FrameView& f, TimeNs now) {
     if (!credit_sched_.configured()) {
         // The first credit-mode QP sending to us sets the receiver's pace:
         // its line rate (planes · link rate) and how far grants may run ahead.
@@ -167,12 +167,15 @@ void Engine::credit_rx(Qp& qp, const wire::CreditExt& c, const wire::FrameView& 
         credit_sched_.configure(rate, k.ahead_bytes != 0 ? k.ahead_bytes : bdp + hold, k.quantum_bytes,
                                 4 * (qp.attr.cc.base_rtt_ns + cfg_.ack_delay_ns));
     }
-    credit_sched_.on_request(qp.qpn & kQpIndexMask, c.request_bytes, c.used_bytes, now);
+    // The counts come as their low 32 bits: widened against the largest seen.
+    const std::uint32_t id = qp.qpn & kQpIndexMask;
+    credit_sched_.on_request(id, wire::unwrap_cumulative(credit_sched_.request(id), c.request),
+                             wire::unwrap_cumulative(credit_sched_.used(id), c.used), now);
     // Bytes that came unasked used the link all the same: they are paid
     // from the budget that grants would have used (a trimmed packet's did
     // not reach us: it is asked for again, and granted then).
     if (f.trim == wire::TrimKind::none)
-        credit_sched_.charge(std::min<std::uint64_t>(c.unscheduled_bytes, f.payload.size()));
+        credit_sched_.charge(std::min<std::uint64_t>(c.unscheduled, f.payload.size()));
 }
 
 void Engine::credit_schedule(TimeNs now) {
@@ -220,7 +223,7 @@ void Engine::send_probe_answer(Qp& qp, std::uint8_t plane, std::uint32_t ev, std
     s.seth.ack_psn_offset = static_cast<std::int16_t>(probe_id);
     s.seth.sack_offset = 1;
     s.seth.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, 1));
-    credit_fill(qp, *g);
+    credit_fill(qp, s);
     finish_ctrl(*g, s);
     ++qp.stats.sacks_sent;
 }

@@ -120,14 +120,14 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     const std::uint8_t plane = slot.plane;
     out.telemetry = nullptr;  // the driver's slot may hold an earlier SACK's
-    out.credit = {};
+    wire::CrthHdr crth;
     if (qp.credit != nullptr) {
         // Credit mode: the packet is paid (unscheduled bytes first) and
-        // carries the QP's request (docs/PROTOCOL.md §11.8).
-        out.credit.kind = wire::CreditKind::data;
-        out.credit.unscheduled_bytes = qp.credit->on_sent(p.len, qp.inflight_bytes == 0);
-        out.credit.request_bytes = qp.credit->request_bytes();
-        out.credit.used_bytes = qp.credit->sent_scheduled_bytes();
+        // carries the QP's request in a CRTH (docs/PROTOCOL.md §11.8; the
+        // counts' low 32 bits).
+        crth.unscheduled = static_cast<std::uint16_t>(qp.credit->on_sent(p.len, qp.inflight_bytes == 0));
+        crth.request = static_cast<std::uint32_t>(qp.credit->request_bytes());
+        crth.used = static_cast<std::uint32_t>(qp.credit->sent_scheduled_bytes());
     }
 
     // Sender state first: whether this packet must ask for an acknowledgement
@@ -184,6 +184,7 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     fields.tx_timestamp = ts_ticks(now);
     fields.reth = {m.req.remote_addr + p.offset, m.req.rkey, m.length};
     fields.imm = m.req.imm_data;
+    fields.crth = qp.credit != nullptr ? &crth : nullptr;
     const std::size_t hlen = qp.data_tmpl.write(out.header.data(), fields);
     out.header_len = static_cast<std::uint16_t>(hlen);
     out.plane = plane;
@@ -645,11 +646,11 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         qp.cc->on_ack(a);
     }
     if (qp.credit != nullptr) {
-        if (rx_credit_ != nullptr && rx_credit_->kind == wire::CreditKind::grant) {
-            qp.credit->on_grant(rx_credit_->grant_bytes);
+        if (f.has_cgth && f.cgth().valid) {
+            qp.credit->on_grant(wire::unwrap_cumulative(qp.credit->granted_bytes(), f.cgth().grant));
         } else if (!qp.credit->off()) {
-            // The peer's SACKs carry no grant (a driver without the credit
-            // fields, or a peer not in credit mode): none will ever come.
+            // The peer's SACKs carry no grant (a peer not in credit mode):
+            // none will ever come.
             qp.credit->on_no_grant();
         }
         want_tx(qp);

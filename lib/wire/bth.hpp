@@ -59,6 +59,9 @@ const char* opcode_name(Opcode op) noexcept;
 inline constexpr std::uint8_t kBthAckReq = 0x80;  ///< byte 8 bit 7
 inline constexpr std::uint8_t kBthRtx = 0x20;     ///< byte 8 bit 5: retransmission
 inline constexpr std::uint8_t kBthTs = 0x10;      ///< byte 8 bit 4: TSETH present
+/// byte 8 bit 6, reserved in MRC: OpenMRC's credit flag, a CRTH follows
+/// METH [TSETH] on a data packet (docs/PROTOCOL.md §11.8)
+inline constexpr std::uint8_t kBthCredit = 0x40;
 inline constexpr std::uint16_t kDefaultPkey = 0xFFFF;
 
 struct BthHdr {
@@ -74,6 +77,7 @@ struct BthHdr {
     bool ack_req = false;
     bool rtx = false;           ///< MRC RTX flag
     bool ts = false;            ///< MRC TS flag: a TSETH follows METH
+    bool cr = false;            ///< OpenMRC credit flag (data): a CRTH follows METH [TSETH]
     std::uint32_t psn = 0;      ///< 24 bits
 
     WireError encode(std::span<std::uint8_t> out) const noexcept {
@@ -87,7 +91,7 @@ struct BthHdr {
         out[4] = resv8;
         store_be24(&out[5], dest_qp);
         out[8] = static_cast<std::uint8_t>((ack_req ? kBthAckReq : 0) | (rtx ? kBthRtx : 0) |
-                                           (ts ? kBthTs : 0));
+                                           (ts ? kBthTs : 0) | (cr ? kBthCredit : 0));
         store_be24(&out[9], psn);
         return WireError::ok;
     }
@@ -106,6 +110,7 @@ struct BthHdr {
         h.ack_req = (in[8] & kBthAckReq) != 0;
         h.rtx = (in[8] & kBthRtx) != 0;
         h.ts = (in[8] & kBthTs) != 0;
+        h.cr = (in[8] & kBthCredit) != 0;
         h.psn = load_be24(&in[9]);
         return WireError::ok;
     }

@@ -27,7 +27,7 @@ std::size_t DataTemplate::write(std::uint8_t* out, const DataFields& f) const no
     std::memcpy(out, bytes_.data(), len_);
     std::memcpy(out, f.macs, 12);
     const bool imm = carries_imm(f.opcode);
-    const std::size_t hlen = len_ + (imm ? ImmDtHdr::kSize : 0);
+    const std::size_t hlen = len_ + (imm ? ImmDtHdr::kSize : 0) + (f.crth != nullptr ? CrthHdr::kSize : 0);
     const std::uint32_t pad = (4 - f.payload_len % 4) % 4;
     const std::size_t udp_len = hlen - ip_off_ - Ipv6Hdr::kSize + f.payload_len + pad + kIcrcSize;
     if (mode_ == FrameMode::srv6) {
@@ -46,6 +46,7 @@ std::size_t DataTemplate::write(std::uint8_t* out, const DataFields& f) const no
     bth.pad_count = static_cast<std::uint8_t>(pad);
     bth.ack_req = f.ack_req;
     bth.rtx = f.rtx;
+    bth.cr = f.crth != nullptr;
     bth.psn = f.psn & 0xFFFFFF;
     std::uint8_t* p = out + bth_off_;
     (void)bth.encode({p, BthHdr::kSize});
@@ -57,6 +58,10 @@ std::size_t DataTemplate::write(std::uint8_t* out, const DataFields& f) const no
         ts.tx_timestamp = f.tx_timestamp;
         (void)ts.encode({p, TsethHdr::kSize});
         p += TsethHdr::kSize;
+    }
+    if (f.crth != nullptr) {
+        (void)f.crth->encode({p, CrthHdr::kSize});
+        p += CrthHdr::kSize;
     }
     (void)f.reth.encode({p, RethHdr::kSize});
     p += RethHdr::kSize;

@@ -5,7 +5,7 @@
 // copies those bytes and stores only the per-packet fields through the
 // codecs: MACs of the plane, the EV (UDP source port and flow label), the
 // SRv6 outer destination, lengths, BTH opcode/pad/flags/PSN, METH, TSETH,
-// RETH and ImmDt. The result is byte-identical to build_headers() of the
+// CRTH (credit mode), RETH and ImmDt. The result is byte-identical to build_headers() of the
 // same fields (tested).
 #pragma once
 
@@ -31,6 +31,7 @@ struct DataFields {
     std::uint16_t tx_timestamp = 0;      ///< TSETH (the template's tsr and type are kept)
     RethHdr reth{};
     std::uint32_t imm = 0;               ///< *_WITH_IMM only
+    const CrthHdr* crth = nullptr;       ///< credit mode: sets BTH.CR and writes a CRTH before RETH
 };
 
 class DataTemplate {

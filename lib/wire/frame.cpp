@@ -6,21 +6,23 @@
 
 #include "wire/ev.hpp"
 #include "wire/frame_view.hpp"
+#include "wire/mrc_choices.hpp"
 
 namespace omrc::wire {
 
-std::size_t ext_header_size(Opcode op, bool ts) noexcept {
+std::size_t ext_header_size(Opcode op, bool ts, bool credit) noexcept {
+    const std::size_t crth = credit ? CrthHdr::kSize : 0;
     switch (op) {
         case Opcode::write_first:
         case Opcode::write_middle:
         case Opcode::write_last:
         case Opcode::write_only:
-            return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + RethHdr::kSize;
+            return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize;
         case Opcode::write_last_imm:
         case Opcode::write_only_imm:
-            return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + RethHdr::kSize + ImmDtHdr::kSize;
+            return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize + ImmDtHdr::kSize;
         case Opcode::ack: return AethHdr::kSize;
-        case Opcode::sack: return SethHdr::kSize + CcStateHdr::kSize;
+        case Opcode::sack: return SethHdr::kSize + CcStateHdr::kSize + (credit ? CgthHdr::kSize : 0);
         case Opcode::nack: return NethHdr::kSize;
         case Opcode::probe: return PethHdr::kSize;
         case Opcode::ep_request: return ErthHdr::kSize;
@@ -35,6 +37,12 @@ std::size_t l3_size(const FrameSpec& s) noexcept {
     std::size_t n = Ipv6Hdr::kSize;
     if (s.mode == FrameMode::srv6) n += Ipv6Hdr::kSize + (s.has_srh ? s.srh.wire_size() : 0);
     return n;
+}
+
+/// Whether the spec's frame carries OpenMRC's credit header (CRTH or CGTH).
+bool spec_credit(const FrameSpec& s) noexcept {
+    if (is_data_opcode(s.bth.opcode)) return s.bth.cr;
+    return s.bth.opcode == Opcode::sack && s.seth.cc_type == mrc::kSethCcTypeCredit;
 }
 
 /// Offset of the IPv6 header that precedes UDP.
@@ -52,6 +60,7 @@ WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
     if (is_data_opcode(op)) {
         if ((e = put(s.meth)) != WireError::ok) return e;
         if (s.bth.ts && (e = put(s.tseth)) != WireError::ok) return e;
+        if (s.bth.cr && (e = put(s.crth)) != WireError::ok) return e;
         if ((e = put(s.reth)) != WireError::ok) return e;
         if (carries_imm(op)) e = put(s.imm);
         return e;
@@ -60,7 +69,8 @@ WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
         case Opcode::ack: return put(s.aeth);
         case Opcode::sack:
             if ((e = put(s.seth)) != WireError::ok) return e;
-            return put(s.cc);
+            if ((e = put(s.cc)) != WireError::ok) return e;
+            return spec_credit(s) ? put(s.cgth) : WireError::ok;
         case Opcode::nack: return put(s.neth);
         case Opcode::probe: return put(s.peth);
         case Opcode::ep_request: return put(s.erth);
@@ -73,7 +83,7 @@ WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
 
 std::size_t header_size(const FrameSpec& spec) noexcept {
     return EthHdr::kSize + l3_size(spec) + UdpHdr::kSize + BthHdr::kSize +
-           ext_header_size(spec.bth.opcode, spec.bth.ts);
+           ext_header_size(spec.bth.opcode, spec.bth.ts, spec_credit(spec));
 }
 
 WireError build_headers(std::span<std::uint8_t> out, const FrameSpec& spec, std::size_t payload_len,
@@ -84,7 +94,8 @@ WireError build_headers(std::span<std::uint8_t> out, const FrameSpec& spec, std:
     if (out.size() < hdr_len) return WireError::buffer_too_small;
     const std::size_t pad = (4 - payload_len % 4) % 4;
     const std::size_t udp_len =
-        UdpHdr::kSize + BthHdr::kSize + ext_header_size(spec.bth.opcode, spec.bth.ts) + payload_len + pad + kIcrcSize;
+        UdpHdr::kSize + BthHdr::kSize + ext_header_size(spec.bth.opcode, spec.bth.ts, spec_credit(spec)) +
+        payload_len + pad + kIcrcSize;
     if (udp_len > 0xFFFF) return WireError::bad_field;
     std::size_t off = 0;
     WireError e = spec.eth.encode(out);
@@ -187,7 +198,7 @@ struct FramePieces {
 WireError parse_pieces(const FramePieces& in, const ParseOptions& opts, FrameView& out) noexcept {
     out.frame = in.head;
     out.trim = TrimKind::none;
-    out.has_meth = out.has_tseth = false;
+    out.has_meth = out.has_tseth = out.has_crth = out.has_cgth = false;
     out.payload = {};
     // Headers are read from `hdr` only: never from beyond the split.
     const std::span<const std::uint8_t> hdr = in.head.first(in.split);
@@ -264,14 +275,21 @@ WireError parse_pieces(const FramePieces& in, const ParseOptions& opts, FrameVie
             out.trim = TrimKind::short_length;
         if (out.trim != TrimKind::none) {
             if (in.is_split) return WireError::bad_split;  // a trimmed frame has no payload to split off
-            out.has_meth = avail(off).size() >= MethHdr::kSize;
-            out.has_tseth = out.has_meth && out.bth.ts && avail(off).size() >= MethHdr::kSize + TsethHdr::kSize;
+            const std::size_t kept = avail(off).size();
+            const std::size_t tseth = out.bth.ts ? TsethHdr::kSize : 0;
+            out.has_meth = kept >= MethHdr::kSize;
+            out.has_tseth = out.has_meth && out.bth.ts && kept >= MethHdr::kSize + TsethHdr::kSize;
+            out.has_crth = out.has_meth && out.bth.cr && kept >= MethHdr::kSize + tseth + CrthHdr::kSize;
             return WireError::ok;
         }
     }
     if (short_frame) return in.is_split ? WireError::bad_split : WireError::truncated_ext;
 
-    const std::size_t ext_len = ext_header_size(op, out.bth.ts);
+    // SETH's cc_type (byte 16, high nibble) says whether a CGTH follows CC state.
+    const bool credit = is_data_opcode(op) ? out.bth.cr
+                                           : op == Opcode::sack && avail(off).size() > 16 &&
+                                                 (avail(off)[16] >> 4) == mrc::kSethCcTypeCredit;
+    const std::size_t ext_len = ext_header_size(op, out.bth.ts, credit);
     const std::size_t icrc_off = claimed_end - kIcrcSize;
     if (off + ext_len > claimed_end) return WireError::truncated_ext;
     if (off + ext_len > icrc_off) return WireError::truncated_icrc;
@@ -281,6 +299,9 @@ WireError parse_pieces(const FramePieces& in, const ParseOptions& opts, FrameVie
     if (is_data_opcode(op)) {
         out.has_meth = true;
         out.has_tseth = out.bth.ts;
+        out.has_crth = out.bth.cr;
+    } else {
+        out.has_cgth = credit;
     }
     off += ext_len;
 
@@ -334,6 +355,8 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
     out.ip_offset = v.ip_offset;
     out.has_meth = v.has_meth;
     out.has_tseth = v.has_tseth;
+    out.has_crth = v.has_crth;
+    out.has_cgth = v.has_cgth;
     out.payload = v.payload;
     (void)EthHdr::decode(frame, out.eth);
     if (v.mode == FrameMode::srv6) {
@@ -349,6 +372,7 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
     if (is_data_opcode(op)) {
         if (v.has_meth) out.meth = v.meth();
         if (v.has_tseth) out.tseth = v.tseth();
+        if (v.has_crth) out.crth = v.crth();
         if (v.trim == TrimKind::none) {
             out.reth = v.reth();
             if (carries_imm(op)) out.imm = v.imm();
@@ -359,6 +383,7 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
             case Opcode::sack:
                 out.seth = v.ext_header<SethHdr>();
                 out.cc = v.ext_header<CcStateHdr>(SethHdr::kSize);
+                if (v.has_cgth) out.cgth = v.cgth();
                 break;
             case Opcode::nack: out.neth = v.ext_header<NethHdr>(); break;
             case Opcode::probe: out.peth = v.ext_header<PethHdr>(); break;

@@ -5,9 +5,9 @@
 //   srv6:  Ethernet | outer IPv6 (NH=41|43) | [SRH] | inner IPv6 (NH=17) | UDP | BTH | ext | ... | ICRC
 //
 // Extension headers by opcode (docs/PROTOCOL.md §3):
-//   WRITE_*          METH [TSETH if BTH.TS] RETH [ImmDt if *_WITH_IMM]
+//   WRITE_*          METH [TSETH if BTH.TS] [CRTH if BTH.CR] RETH [ImmDt if *_WITH_IMM]
 //   ACK              AETH
-//   SACK             SETH CC-state
+//   SACK             SETH CC-state [CGTH if SETH.cc_type is credit]
 //   NACK             NETH
 //   PROBE            PETH
 //   EP_REQ/EP_RESP   ERTH
@@ -17,6 +17,7 @@
 #include <span>
 
 #include "wire/bth.hpp"
+#include "wire/credit_ext.hpp"
 #include "wire/endpoint_ext.hpp"
 #include "wire/error.hpp"
 #include "wire/ethernet.hpp"
@@ -43,8 +44,10 @@ inline constexpr std::uint8_t kDscpTrimmedLastHop = 41;    ///< set by a last-ho
            BthHdr::kSize;
 }
 
-/// Bytes of extension headers after BTH for this opcode and TS flag.
-[[nodiscard]] std::size_t ext_header_size(Opcode op, bool ts) noexcept;
+/// Bytes of extension headers after BTH for this opcode and TS flag;
+/// `credit`: the OpenMRC credit header is present (data: BTH.CR, a CRTH;
+/// SACK: SETH cc_type credit, a CGTH; docs/PROTOCOL.md §11.8).
+[[nodiscard]] std::size_t ext_header_size(Opcode op, bool ts, bool credit = false) noexcept;
 
 /// Everything needed to build one frame. Lengths, pad count, EV packing and
 /// the ICRC are filled in by build_frame(); the caller sets addresses, EV,
@@ -60,11 +63,13 @@ struct FrameSpec {
     BthHdr bth{};
     MethHdr meth{};
     TsethHdr tseth{};
+    CrthHdr crth{};         ///< data with bth.cr only
     RethHdr reth{};
     ImmDtHdr imm{};
     AethHdr aeth{};
     SethHdr seth{};
     CcStateHdr cc{};
+    CgthHdr cgth{};         ///< SACK with seth.cc_type credit only
     NethHdr neth{};
     PethHdr peth{};
     ErthHdr erth{};
@@ -118,13 +123,17 @@ struct ParsedFrame {
     BthHdr bth{};
     bool has_meth = false;    ///< METH decoded (always for untrimmed data; if it survived a trim)
     bool has_tseth = false;   ///< TSETH decoded (BTH.TS set and, for a trim, it survived)
+    bool has_crth = false;    ///< CRTH decoded (BTH.CR set and, for a trim, it survived)
+    bool has_cgth = false;    ///< CGTH decoded (a SACK with SETH cc_type credit)
     MethHdr meth{};
     TsethHdr tseth{};
+    CrthHdr crth{};
     RethHdr reth{};
     ImmDtHdr imm{};
     AethHdr aeth{};
     SethHdr seth{};
     CcStateHdr cc{};
+    CgthHdr cgth{};
     NethHdr neth{};
     PethHdr peth{};
     ErthHdr erth{};

@@ -23,6 +23,8 @@ struct FrameView {
     std::uint8_t ecn = 0;         ///< ECN of the header the fabric marks (outer in srv6 mode)
     bool has_meth = false;        ///< data: METH present (always, unless lost to a trim)
     bool has_tseth = false;       ///< data: TSETH present (BTH.TS and, for a trim, it survived)
+    bool has_crth = false;        ///< data: CRTH present (BTH.CR and, for a trim, it survived)
+    bool has_cgth = false;        ///< SACK: CGTH present (SETH cc_type credit)
     std::uint16_t ip_offset = 0;  ///< IPv6 header before UDP (the inner one in srv6 mode)
     std::uint16_t ext_offset = 0; ///< first byte after BTH
     std::uint32_t ev = 0;
@@ -45,12 +47,19 @@ struct FrameView {
         const std::uint16_t w = load_be16(ext(MethHdr::kSize + 2));
         return {load_be16(ext(MethHdr::kSize)), (w & 0x8000) != 0, static_cast<std::uint8_t>(w & 0xF)};
     }
-    [[nodiscard]] std::size_t reth_offset() const noexcept { return MethHdr::kSize + (bth.ts ? TsethHdr::kSize : 0); }
+    [[nodiscard]] std::size_t crth_offset() const noexcept { return MethHdr::kSize + (bth.ts ? TsethHdr::kSize : 0); }
+    [[nodiscard]] CrthHdr crth() const noexcept {
+        const std::uint8_t* p = ext(crth_offset());
+        return {load_be32(p), load_be32(p + 4), load_be16(p + 8)};
+    }
+    [[nodiscard]] std::size_t reth_offset() const noexcept { return crth_offset() + (bth.cr ? CrthHdr::kSize : 0); }
     [[nodiscard]] RethHdr reth() const noexcept {
         const std::uint8_t* p = ext(reth_offset());
         return {load_be64(p), load_be32(p + 8), load_be32(p + 12)};
     }
     [[nodiscard]] ImmDtHdr imm() const noexcept { return {load_be32(ext(reth_offset() + RethHdr::kSize))}; }
+    /// A SACK's CGTH (has_cgth only).
+    [[nodiscard]] CgthHdr cgth() const noexcept { return ext_header<CgthHdr>(SethHdr::kSize + CcStateHdr::kSize); }
     /// The extension header of a non-data opcode (SethHdr + CcStateHdr for SACK, ...).
     template <class H>
     [[nodiscard]] H ext_header(std::size_t at = 0) const noexcept {

@@ -10,13 +10,12 @@
 #include <cstring>
 #include <span>
 
-#include "wire/credit_ext.hpp"
 #include "wire/int_telemetry.hpp"
 
 namespace omrc::wire {
 
 struct GatherFrame {
-    static constexpr std::size_t kMaxHeader = 160;  ///< ≥ SRv6 data headers without SRH (142 B)
+    static constexpr std::size_t kMaxHeader = 160;  ///< ≥ SRv6 data headers without SRH (142 B; 154 B with a CRTH)
     static constexpr std::size_t kMaxSegments = 8;  ///< payload pieces (one per SGE touched)
 
     struct Segment {
@@ -36,10 +35,6 @@ struct GatherFrame {
     /// engine memory, valid until the next call into the engine; drivers
     /// that carry no telemetry ignore it. Null on every other frame.
     const IntStack* telemetry = nullptr;
-    /// Receiver-credit fields (OpenMRC extension, docs/PROTOCOL.md §11.8):
-    /// kind none on every frame but a credit-mode QP's data packets and
-    /// SACKs; drivers that carry no credit fields ignore it.
-    CreditExt credit{};
     std::array<std::uint8_t, kMaxHeader> header{};
     std::array<Segment, kMaxSegments> segments{};
     std::array<std::uint8_t, 8> tail{};
@@ -52,7 +47,6 @@ struct GatherFrame {
         segment_count = o.segment_count;
         payload_in_engine_memory = o.payload_in_engine_memory;
         telemetry = o.telemetry;
-        credit = o.credit;
         std::memcpy(header.data(), o.header.data(), o.header_len);
         for (std::size_t i = 0; i < o.segment_count; ++i) segments[i] = o.segments[i];
         std::memcpy(tail.data(), o.tail.data(), o.tail_len);

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-#include "wire/credit_ext.hpp"
 #include "wire/int_telemetry.hpp"
 
 namespace omrc::wire {
@@ -27,10 +26,6 @@ struct RxFrame {
     /// simulator fills: a data packet's path, or the ones a SACK echoes);
     /// valid during the call; null = none.
     const IntStack* telemetry = nullptr;
-    /// Receiver-credit fields that came with the frame (OpenMRC extension,
-    /// docs/PROTOCOL.md §11.8; only the simulator fills them); valid during
-    /// the call; null = none.
-    const CreditExt* credit = nullptr;
 
     [[nodiscard]] std::uint32_t frame_len() const noexcept { return len + payload_len; }
 };

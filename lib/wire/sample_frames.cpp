@@ -115,6 +115,16 @@ std::vector<SampleFrame> make_sample_frames() {
         throw std::logic_error("sample SRH path");
     s.has_srh = true;
     out.push_back(finish("srv6+srh/WRITE_MIDDLE", s, 64));
+    // OpenMRC's credit mode (docs/PROTOCOL.md §11.8): a data packet with a
+    // CRTH after its TSETH, and a SACK of cc_type credit with a CGTH.
+    FrameSpec d = base_spec(FrameMode::plain, Opcode::write_only, ++i);
+    d.bth.cr = true;
+    d.crth = {100000 + i, 90000 + i, 64};
+    out.push_back(finish("plain+credit/WRITE_ONLY", d, 64));
+    FrameSpec k = base_spec(FrameMode::plain, Opcode::sack, ++i);
+    k.seth.cc_type = mrc::kSethCcTypeCredit;
+    k.cgth = {true, 200000 + i};
+    out.push_back(finish("plain+credit/SACK", k, 0));
     return out;
 }
 

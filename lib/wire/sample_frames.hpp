@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Reference frames: one of every opcode in both frame modes (plus one SRv6
-// frame with an SRH). Used by the wire_samples example (pcap for Wireshark),
+// frame with an SRH, and a credit-mode data packet and SACK). Used by the wire_samples example (pcap for Wireshark),
 // by tests as a corpus, and as fuzzing seeds. Values are deterministic and
 // documented here so decoders can be checked against them:
 //   frame i: BTH.DestQP = 0x000100 + i, BTH.PSN = 0x000010 + i,

@@ -35,11 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         s.bth = p.bth;
         s.meth = p.meth;
         s.tseth = p.tseth;
+        s.crth = p.crth;
         s.reth = p.reth;
         s.imm = p.imm;
         s.aeth = p.aeth;
         s.seth = p.seth;
         s.cc = p.cc;
+        s.cgth = p.cgth;
         s.neth = p.neth;
         s.peth = p.peth;
         s.erth = p.erth;
@@ -50,6 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (parse_frame(std::span(out).first(len), {}, q) != WireError::ok) std::abort();
         if (q.bth.opcode != p.bth.opcode || q.bth.psn != p.bth.psn || q.bth.dest_qp != p.bth.dest_qp || q.ev != p.ev || q.payload.size() != p.payload.size()) std::abort();
         if (!std::equal(q.payload.begin(), q.payload.end(), p.payload.begin())) std::abort();
+        // OpenMRC's credit headers (CRTH, CGTH) come back as they were.
+        if (q.has_crth != p.has_crth || q.has_cgth != p.has_cgth || !(q.crth == p.crth) || q.cgth.grant != p.cgth.grant ||
+            q.cgth.valid != p.cgth.valid)
+            std::abort();
     }
     if (size >= 4) {
         // Header split at the offset named by the first two bytes, payload

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Two engines wired back to back in virtual time, for engine unit tests
 // without any driver: each frame is flattened and delivered after a per-plane
-// delay, through an optional fault hook (drop, trim, corrupt, delay). The
-// receiver-credit fields travel beside the bytes (docs/PROTOCOL.md §11.8).
+// delay, through an optional fault hook (drop, trim, corrupt, delay).
 #pragma once
 
 #include <algorithm>
@@ -24,7 +23,6 @@ struct InFlight {
     int to = 0;
     std::uint8_t plane = 0;
     std::vector<std::uint8_t> bytes;
-    wire::CreditExt credit{};  ///< receiver-credit fields, carried beside the bytes as drivers/sim does
     bool operator>(const InFlight& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
@@ -94,7 +92,6 @@ public:
                 wire_.pop();
                 ++delivered;
                 wire::RxFrame rx{f.bytes.data(), static_cast<std::uint32_t>(f.bytes.size()), f.plane};
-                if (f.credit.kind != wire::CreditKind::none) rx.credit = &f.credit;
                 engines[f.to]->on_rx_burst({&rx, 1}, now);
             }
         }
@@ -107,7 +104,6 @@ public:
         g.flatten(f.bytes);
         f.to = 1 - from;
         f.plane = g.plane;
-        f.credit = g.credit;
         f.seq = seq_++;
         f.at = now + delay_ns_ + plane_delay_ns[g.plane];
         ++sent;

@@ -60,25 +60,26 @@ pcap=$tmp/samples.pcap
 
 # ICRC per frame as wire_samples printed it ("... icrc 0x2d810c7e").
 mapfile -t icrcs < <(awk '/ icrc 0x/ { for (i = 1; i < NF; ++i) if ($i == "icrc") print $(i + 1) }' "$tmp/samples.txt")
-[[ ${#icrcs[@]} -eq 25 ]] || fail "wire_samples listed ${#icrcs[@]} frames, expected 25"
+[[ ${#icrcs[@]} -eq 27 ]] || fail "wire_samples listed ${#icrcs[@]} frames, expected 27"
 
 # --- expected values (lib/wire/sample_frames.cpp) -----------------------------
 # kAllOpcodes: WRITE_FIRST..WRITE_ONLY_WITH_IMM, ACK, EP_REQUEST, EP_RESPONSE,
 # SACK, NACK, PROBE; plain frames 0-11, srv6 frames 12-23, srv6+SRH
-# WRITE_MIDDLE frame 24.
+# WRITE_MIDDLE frame 24, then OpenMRC's credit mode in plain frames: a
+# WRITE_ONLY with a CRTH (25) and a SACK with a CGTH (26).
 ops=(0xC6 0xC7 0xC8 0xC9 0xCA 0xCB 0xD1 0xD8 0xD9 0xDC 0xDD 0xDE)
 fields=(
     infiniband.bth.opcode infiniband.bth.destqp infiniband.bth.psn
     omrc.opcode omrc.ev omrc.ev.plane omrc.ev.path omrc.mode omrc.srh ipv6.routing.type
     omrc.meth.msn omrc.reth.rkey omrc.imm
     omrc.aeth.syndrome omrc.sack.cack_psn omrc.sack.bitmap omrc.nack.nack_psn omrc.probe.id omrc.erth.op omrc.eeth.op
-    omrc.payload_len omrc.icrc omrc.icrc.status
+    omrc.payload_len omrc.icrc omrc.icrc.status omrc.crth.request omrc.cgth.grant
 )
 {
     (IFS=,; echo "frame,${fields[*]}")
-    for ((i = 0; i < 25; ++i)); do
-        if ((i < 24)); then op=$((ops[i % 12])); else op=0xC7; fi
-        mode=$((i < 12 ? 0 : 1))
+    for ((i = 0; i < 27; ++i)); do
+        if ((i < 24)); then op=$((ops[i % 12])); elif ((i == 24)); then op=0xC7; elif ((i == 25)); then op=0xCA; else op=0xDC; fi
+        mode=$((i < 12 || i > 24 ? 0 : 1))
         srh='' rt=''
         if ((mode == 1)); then srh=0; fi
         if ((i == 24)); then srh=1 rt=4; fi
@@ -87,7 +88,9 @@ fields=(
         psn=$((0x10 + i))
         if ((op == 0xDE)); then psn=0; fi  # a probe consumes no PSN
         ev=$(((((i % 8) + 1) << 28) | ((i & 0xFFF) << 16) | (0x0A00 + i)))
-        msn='' rkey='' imm='' syn='' cack='' bitmap='' nack='' probe='' erth='' eeth='' plen=''
+        msn='' rkey='' imm='' syn='' cack='' bitmap='' nack='' probe='' erth='' eeth='' plen='' req='' grant=''
+        if ((i == 25)); then req=$((100000 + i)); fi
+        if ((i == 26)); then grant=$((200000 + i)); fi
         if ((op >= 0xC6 && op <= 0xCB)); then
             msn=$((3 + i))
             rkey=$(printf '0x%08x' $((0x5EC0DE00 + i)))
@@ -101,9 +104,10 @@ fields=(
         if ((op == 0xDE)); then probe=$(printf '0x%04x' $((0xA500 + i))); fi
         if ((op == 0xD8)); then erth=0; fi  # PORT_STATUS_UPDATE
         if ((op == 0xD9)); then eeth=0; fi  # answering a PORT_STATUS_UPDATE
-        printf '%d,%d,0x%06x,%d,0x%02x,0x%08x,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,1\n' \
+        printf '%d,%d,0x%06x,%d,0x%02x,0x%08x,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,1,%s,%s\n' \
             $((i + 1)) "$op" "$qpn" "$psn" "$op" "$ev" $((i % 8)) "$i" "$mode" "$srh" "$rt" \
-            "$msn" "$rkey" "$imm" "$syn" "$cack" "$bitmap" "$nack" "$probe" "$erth" "$eeth" "$plen" "${icrcs[i]}"
+            "$msn" "$rkey" "$imm" "$syn" "$cack" "$bitmap" "$nack" "$probe" "$erth" "$eeth" "$plen" "${icrcs[i]}" \
+            "$req" "$grant"
     done
 } >"$tmp/expected.csv"
 
@@ -139,10 +143,10 @@ if grep -n -e 'Malformed' -e 'Lua Error' "$tmp/verbose.txt" >&2; then
     fail "tshark -V shows malformed packets or Lua errors (above)"
 fi
 trees=$(grep -c '^OpenMRC, ' "$tmp/verbose.txt" || true)
-[[ $trees -eq 25 ]] || fail "OpenMRC tree on $trees frames, expected 25"
+[[ $trees -eq 27 ]] || fail "OpenMRC tree on $trees frames, expected 27"
 # Wireshark's own RoCE tree must stay in place under our tree.
 ib=$(grep -c '^InfiniBand$' "$tmp/verbose.txt" || true)
-[[ $ib -eq 25 ]] || fail "Wireshark's InfiniBand tree on $ib frames, expected 25"
+[[ $ib -eq 27 ]] || fail "Wireshark's InfiniBand tree on $ib frames, expected 27"
 tshark_lua -r "$pcap" -V -Y 'frame.number == 25' >"$tmp/srh.txt" 2>/dev/null
 grep -q 'Routing Header for IPv6 (Segment Routing)' "$tmp/srh.txt" ||
     fail "frame 25 (srv6+srh) does not show the IPv6 Segment Routing header"
@@ -169,4 +173,4 @@ else
     echo "note: editcap/mergecap missing, truncation check skipped"
 fi
 
-echo "PASS: 25 frames decoded by $(basename "$lua_file") match sample_frames.cpp"
+echo "PASS: 27 frames decoded by $(basename "$lua_file") match sample_frames.cpp"

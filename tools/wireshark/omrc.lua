@@ -34,8 +34,10 @@
 --          inner IPv6(NH=17) | UDP | BTH | ext | payload | pad | ICRC
 --   EV = UDP source port << 16 | low 16 bits of the (inner) IPv6 flow label;
 --        EV[31:28] = plane + 1, EV[27:16] = path, EV[15:0] = salt.
---   ext by opcode: WRITE_* = METH [TSETH if BTH.TS] RETH [ImmDt if *_WITH_IMM];
---   ACK = AETH; SACK = SETH + CC state; NACK = NETH; PROBE = PETH;
+--   ext by opcode: WRITE_* = METH [TSETH if BTH.TS] [CRTH if BTH.CR] RETH
+--   [ImmDt if *_WITH_IMM]; ACK = AETH; SACK = SETH + CC state [+ CGTH if SETH
+--   cc_type is credit]; NACK = NETH; PROBE = PETH;
+--   (BTH.CR = byte 8 bit 6, CRTH and CGTH: OpenMRC's credit mode, not MRC)
 --   EP_REQUEST/EP_RESPONSE = ERTH.
 --   ICRC = last 4 bytes of the UDP payload, CRC-32 stored little-endian.
 --
@@ -131,6 +133,7 @@ local F = {
     bth_ackreq = ProtoField.bool("omrc.bth.ackreq", "AckReq", 8, nil, 0x80),
     bth_rtx = ProtoField.bool("omrc.bth.rtx", "RTX (retransmission)", 8, nil, 0x20),
     bth_ts = ProtoField.bool("omrc.bth.ts", "TS (TSETH follows METH)", 8, nil, 0x10),
+    bth_cr = ProtoField.bool("omrc.bth.cr", "CR (OpenMRC credit: CRTH follows METH [TSETH])", 8, nil, 0x40),
     bth_psn = ProtoField.uint24("omrc.bth.psn", "PSN", base.HEX),
 
     meth_rqmsn = ProtoField.uint16("omrc.meth.rqmsn", "RQ MSN", base.DEC),
@@ -145,6 +148,12 @@ local F = {
     reth_dmalen = ProtoField.uint32("omrc.reth.dmalen", "DMA length (message bytes)", base.DEC),
 
     imm = ProtoField.uint32("omrc.imm", "Immediate data", base.HEX),
+
+    crth_request = ProtoField.uint32("omrc.crth.request", "Request (cumulative bytes mod 2^32)", base.DEC),
+    crth_used = ProtoField.uint32("omrc.crth.used", "Credit used (cumulative bytes mod 2^32)", base.DEC),
+    crth_unscheduled = ProtoField.uint16("omrc.crth.unscheduled", "Unscheduled bytes in this packet", base.DEC),
+    cgth_valid = ProtoField.bool("omrc.cgth.valid", "V (grant valid)", 8, nil, 0x80),
+    cgth_grant = ProtoField.uint32("omrc.cgth.grant", "Grant (cumulative bytes mod 2^32)", base.DEC),
 
     aeth_syndrome = ProtoField.uint8("omrc.aeth.syndrome", "Syndrome", base.HEX, AETH_SYNDROMES),
     aeth_msn = ProtoField.uint24("omrc.aeth.msn", "MSN", base.DEC),
@@ -449,7 +458,7 @@ function omrc.dissector(tvb, pinfo, tree)
     end
 
     -- BTH (OpenMRC view; Wireshark's own BTH tree stays under InfiniBand).
-    local psn, qpn, padcnt, ts_flag = nil, nil, 0, false
+    local psn, qpn, padcnt, ts_flag, cr_flag = nil, nil, 0, false, false
     if have(BTH_HDR, "BTH") then
         local r = src(base, BTH_HDR)
         local bt = t:add(r, "Base Transport Header")
@@ -464,16 +473,19 @@ function omrc.dissector(tvb, pinfo, tree)
         fl:add(F.bth_ackreq, src(base + 8, 1))
         fl:add(F.bth_rtx, src(base + 8, 1))
         fl:add(F.bth_ts, src(base + 8, 1))
+        fl:add(F.bth_cr, src(base + 8, 1))
         bt:add(F.bth_psn, src(base + 9, 3))
         padcnt = math.floor(src(base + 1, 1):uint() / 16) % 4
         local flags = src(base + 8, 1):uint()
         ts_flag = math.floor(flags / 0x10) % 2 == 1
+        cr_flag = math.floor(flags / 0x40) % 2 == 1
         qpn = src(base + 5, 3):uint()
         psn = src(base + 9, 3):uint()
         local fnames = {}
         if flags >= 0x80 then fnames[#fnames + 1] = "AckReq" end
         if math.floor(flags / 0x20) % 2 == 1 then fnames[#fnames + 1] = "RTX" end
         if ts_flag then fnames[#fnames + 1] = "TS" end
+        if cr_flag then fnames[#fnames + 1] = "CR" end
         if #fnames > 0 then fl:append_text(" (" .. table.concat(fnames, ", ") .. ")") end
         bt:append_text(string.format(", %s, QP 0x%06x, PSN 0x%06x", opname, qpn, psn))
         info[#info + 1] = string.format("QP=0x%06x PSN=0x%06x", qpn, psn)
@@ -506,6 +518,14 @@ function omrc.dissector(tvb, pinfo, tree)
             h:add(F.tseth_tsr, src(o + 2, 2))
             h:add(F.tseth_type, src(o + 2, 2))
             off = off + 4
+        end
+        if not stopped and cr_flag and have(12, "CRTH") then
+            local h, o = hdr(12, "CRTH (OpenMRC credit request header)")
+            h:add(F.crth_request, src(o, 4))
+            h:add(F.crth_used, src(o + 4, 4))
+            h:add(F.crth_unscheduled, src(o + 8, 2))
+            info[#info + 1] = string.format("Req=%d", src(o, 4):uint())
+            off = off + 12
         end
         if not stopped and have(16, "RETH") then
             local h, o = hdr(16, "RETH (RDMA extended transport header)")
@@ -564,6 +584,13 @@ function omrc.dissector(tvb, pinfo, tree)
                 local rb = c:add(F.cc_rcvd_bytes, src(co + 5, 3))
                 rb:append_text(string.format(" (%d bytes mod 2^32)", (src(co + 5, 3):uint() * 256) % 0x100000000))
                 off = off + 8
+                if math.floor(src(o + 16, 1):uint() / 16) == 1 and have(8, "CGTH") then
+                    local g, go = hdr(8, "CGTH (OpenMRC credit grant header)")
+                    g:add(F.cgth_valid, src(go, 1))
+                    g:add(F.cgth_grant, src(go + 4, 4))
+                    info[#info + 1] = string.format("Grant=%d", src(go + 4, 4):uint())
+                    off = off + 8
+                end
             end
         end
     elseif not stopped and opcode == OP_NACK then

@@ -6,6 +6,7 @@
 #include "wire/ev.hpp"
 #include "wire/frame.hpp"
 #include "wire/frame_view.hpp"
+#include "wire/mrc_choices.hpp"
 #include "wire/sample_frames.hpp"
 #include "wire/usid.hpp"
 
@@ -105,7 +106,7 @@ TEST_CASE("build_headers__rejects", "[unit][wire]") {
 
 TEST_CASE("parse_frame__every_sample_roundtrips", "[unit][wire]") {
     const auto samples = make_sample_frames();
-    CHECK(samples.size() == 25);
+    CHECK(samples.size() == 27);
     for (const auto& s : samples) {
         INFO(s.name);
         ParsedFrame p;
@@ -123,12 +124,16 @@ TEST_CASE("parse_frame__every_sample_roundtrips", "[unit][wire]") {
             CHECK(p.meth == s.spec.meth);
             CHECK(p.reth == s.spec.reth);
             if (s.spec.bth.ts) CHECK(p.tseth == s.spec.tseth);
+            CHECK(p.has_crth == s.spec.bth.cr);
+            if (s.spec.bth.cr) CHECK(p.crth == s.spec.crth);
             if (carries_imm(op)) CHECK(p.imm == s.spec.imm);
         }
         if (op == Opcode::ack) CHECK(p.aeth == s.spec.aeth);
         if (op == Opcode::sack) {
             CHECK(p.seth == s.spec.seth);
             CHECK(p.cc == s.spec.cc);
+            CHECK(p.has_cgth == (s.spec.seth.cc_type == mrc::kSethCcTypeCredit));
+            if (p.has_cgth) CHECK(p.cgth == s.spec.cgth);
         }
         if (op == Opcode::nack) CHECK(p.neth == s.spec.neth);
         if (op == Opcode::probe) CHECK(p.peth == s.spec.peth);
