@@ -218,7 +218,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
     nlohmann::json bad = nlohmann::json::array();
     for (const core::BadEv& b : qp.paths.bad())
         bad.push_back({{"ev", b.ev}, {"plane", b.plane}, {"probe_successes", b.successes}});
-    return {{"qpn", qp.qpn},
+    nlohmann::json j = {{"qpn", qp.qpn},
             {"conn_id", qp.conn_id},
             {"state", to_string(qp.state)},
             {"dest_qpn", qp.attr.dest_qp_num},
@@ -242,6 +242,18 @@ nlohmann::json qp_json(const core::Qp& qp) {
               {"assumed_bad", std::move(bad)},
               {"groups", groups_json(qp)},
               {"evs", std::move(evs)}}}};
+    if (qp.credit != nullptr) {
+        // Receiver credit, the sender's half (docs/PROTOCOL.md §11.6, §11.8):
+        // cumulative bytes; off = its peer's SACKs carried no grant.
+        const core::Credit& c = *qp.credit;
+        j["credit"] = {{"off", c.off()},
+                       {"demand_bytes", c.demand_bytes()},
+                       {"request_bytes", c.request_bytes()},
+                       {"granted_bytes", c.granted_bytes()},
+                       {"sent_scheduled_bytes", c.sent_scheduled_bytes()},
+                       {"sent_unscheduled_bytes", c.sent_unscheduled_bytes()}};
+    }
+    return j;
 }
 
 nlohmann::json driver_json(const driver::Driver& drv) {

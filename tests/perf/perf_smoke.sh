@@ -129,6 +129,32 @@ config_pair() {
 }
 config_pair
 
+# Receiver credit over the udp driver: both devices of udp.toml with
+# [defaults.qp.cc] algorithm = "credit" (its request and grant ride in the
+# frame bytes, docs/PROTOCOL.md §11.8). The client's QP must have sent on
+# grants, with its credit gate on.
+credit_pair() {
+  local cfg=$TMP/udp-credit.toml
+  sed 's/^\[defaults.qp\]$/[defaults.qp.cc]\nalgorithm = "credit"\n\n[defaults.qp]/' "$CONFIGS/udp.toml" >"$cfg"
+  grep -q '^algorithm = "credit"$' "$cfg" || { fail "credit: could not write $cfg"; return; }
+  if ! start_server write_bw --config "$cfg" --device omrc0 --out_json "$TMP/server.json"; then
+    fail "credit: server did not start"; return
+  fi
+  timeout 60 "$PERF" write_bw ::1 -p "$PORT" --config "$cfg" --device omrc1 -s 65536 -n 200 \
+    --stats "$TMP/credit-stats.json" >"$TMP/client.log" 2>&1
+  local crc=$?
+  wait_server
+  local src=$?
+  if [[ $crc -ne 0 || $src -ne 0 ]]; then
+    fail "credit: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return
+  fi
+  grep -Eq "^ 65536 +200 " "$TMP/client.log" || { fail "credit: no '65536 200' row"; cat "$TMP/client.log" >&2; }
+  json_check "$TMP/credit-stats.json" "any(q['cc']=='credit' and not q['credit']['off'] and q['credit']['granted_bytes'] > 0 and q['credit']['sent_scheduled_bytes'] > q['credit']['sent_unscheduled_bytes'] and q['stats']['data_bytes_sent'] >= 200 * 65536 for q in d['qps'])" \
+    || { fail "credit: the client's stats show no QP that sent on grants"; python3 -m json.tool "$TMP/credit-stats.json" | grep -A8 '"credit"' >&2; }
+  pass "write_bw under receiver credit between udp.toml's omrc0 and omrc1"
+}
+credit_pair
+
 # A loopback device from a file: both ends in one process, the file's fabric (4 planes).
 if timeout 60 "$PERF" write_lat --config "$CONFIGS/loopback.toml" -n 100 -s 8 >"$TMP/lo-cfg.log" 2>&1 &&
    grep -Eq "^ 8 +100 " "$TMP/lo-cfg.log" && grep -Eq "Planes +: 4" "$TMP/lo-cfg.log"; then
