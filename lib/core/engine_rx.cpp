@@ -130,10 +130,25 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     // the sender's window, and the sender infers losses only from such
     // bitmaps. When the triggering packet is more than 64 PSNs ahead, every
     // other SACK covers it instead, so its EV is acknowledged promptly too.
+    // When received packets reach beyond both windows (a hole held cack
+    // while planes delivered at different paces: a lost path, or queues of
+    // unequal depth), every third SACK reports the next 64 PSNs of a sweep
+    // through the rest, so that no received packet goes unreported until
+    // cack passes it: unreported, it would time out at the sender and be
+    // resent, and its healthy EV be retired.
     std::int32_t start = 1;
     if (off > 64) {
-        qp.sack_near_trigger = !qp.sack_near_trigger;
-        if (qp.sack_near_trigger) start = off - 63;
+        const std::int32_t highest = qp.rcv_ooo > 0 ? psn_diff(qp.rcv_highest, qp.rcv_cack) : off;
+        const bool middle = off > 128 || highest > off;  // a gap between the two windows, or packets past the trigger
+        qp.sack_turn = static_cast<std::uint8_t>((qp.sack_turn + 1) % (middle ? 3 : 2));
+        if (qp.sack_turn == 1) {
+            start = off - 63;
+        } else if (qp.sack_turn == 2) {
+            std::int32_t from = psn_diff(qp.sack_sweep_psn, qp.rcv_cack);
+            if (from < 65 || from > highest) from = 65;
+            start = from;
+            qp.sack_sweep_psn = psn_add(qp.rcv_cack, from + 64);
+        }
     }
     h.sack_offset = static_cast<std::int16_t>(start);
     h.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, start));  // bit k = base + k, as the window words keep them
@@ -376,6 +391,7 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
         return;
     }
     qp.set_rcv_bit(psn, true);
+    if (qp.rcv_ooo == 0 || psn_diff(psn, qp.rcv_highest) > 0) qp.rcv_highest = psn;
     ++qp.rcv_ooo;
     ++qp.stats.data_pkts_received;
     qp.stats.data_bytes_received += len;

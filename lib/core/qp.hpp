@@ -164,7 +164,14 @@ struct Qp {
     std::uint32_t rcv_msn = 0;      ///< messages wholly received (24 bits, IB MSN): Transport ACK/NAK MSN
     Ring<std::uint32_t> msg_ends;   ///< last PSNs of messages whose end has arrived, ordered; counted into rcv_msn once ≤ cack
     std::uint32_t reverse_cursor = 0;  ///< rotates SACKs over the planes
-    bool sack_near_trigger = false;    ///< alternates the bitmap window when the trigger is far ahead
+    /// Which bitmap window the next SACK reports when received packets lie
+    /// more than 64 PSNs beyond cack (engine_rx.cpp send_sack): 0 after
+    /// cack, 1 ending at the trigger, 2 the sweep through the rest.
+    std::uint8_t sack_turn = 0;
+    /// The sweep's next window starts here (a PSN beyond cack + 64; taken
+    /// back there when it has passed rcv_highest or fallen behind).
+    std::uint32_t sack_sweep_psn = 0;
+    std::uint32_t rcv_highest = 0;     ///< highest PSN received beyond rcv_cack (valid while rcv_ooo > 0)
     Ring<PendingImm> imms;          ///< ordered by last_psn
     Ring<RecvRequest> rq;
 

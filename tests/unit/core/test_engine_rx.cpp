@@ -6,6 +6,7 @@
 // on_endpoint, send_sack, deliver_imms. Names are Function__case.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <numeric>
 #include <set>
 
@@ -407,6 +408,38 @@ TEST_CASE("Engine::send_sack__a_far_trigger_is_covered_by_every_other_sack", "[u
             CHECK(s.bitmap == 0);
         }
     }
+}
+
+TEST_CASE("Engine::send_sack__packets_beyond_both_windows_are_swept_into_view", "[unit][core]") {
+    // Packet 0 is missing, so cack stays before it; 1..200 arrive in one
+    // burst, then far triggers 230..249 ask for a SACK each. The window after
+    // cack covers 1..63 and the one ending at a trigger 167..249: without a
+    // third window 64..166 would go unreported until cack passed them, time
+    // out at the sender and be resent.
+    Rx t;
+    t.peer->deliver(t.packets(1, 201, 250));
+    (void)t.peer->sent();  // the burst's own SACKs
+    std::set<std::int32_t> reported;
+    int sweeps = 0;
+    for (std::uint32_t k = 230; k < 250; ++k) {
+        t.peer->deliver(t.packet(k, 250, true));
+        for (const auto* f : CraftedPeer::only(t.peer->sent(), Opcode::sack)) {
+            const wire::SethHdr& s = f->f.seth;
+            CHECK(s.cack_psn == psn_add(t.first_psn, -1));
+            const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
+            if (s.sack_offset > 1 && s.sack_offset + 63 < psn_diff(psn_add(s.cack_psn, s.ack_psn_offset), s.cack_psn))
+                ++sweeps;
+            for (std::uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1)
+                reported.insert(psn_diff(psn_add(base, std::countr_zero(bits)), t.first_psn));
+        }
+    }
+    CHECK(sweeps >= 3);
+    for (std::int32_t k = 1; k <= 200; ++k) {
+        INFO("packet " << k);
+        CHECK(reported.count(k) == 1);
+    }
+    CHECK(reported.count(0) == 0);
+    CHECK(reported.count(210) == 0);  // never sent: no window reports what did not arrive
 }
 
 TEST_CASE("Engine::ack_route__a_sack_follows_its_data_back", "[unit][core]") {
