@@ -291,7 +291,8 @@ sim::RoutingMode parse_routing(const std::string& name) {
     if (name == "usid") return sim::RoutingMode::usid;
     if (name == "ecmp") return sim::RoutingMode::ecmp;
     if (name == "ddc") return sim::RoutingMode::ddc;
-    throw std::runtime_error(fmt::format("routing must be usid, ecmp or ddc, got '{}'", name));
+    if (name == "ev_path") return sim::RoutingMode::ev_path;
+    throw std::runtime_error(fmt::format("routing must be usid, ecmp, ev_path or ddc, got '{}'", name));
 }
 
 core::CcAlgorithm parse_cc(const std::string& name) {

@@ -2,7 +2,8 @@
 // Switch forwarding: the uN uSID behaviour (lib/wire's usid_un_process on
 // the frame's real outer destination address) followed by a lookup of the
 // next uSID in the switch's static table, or ECMP hashing of the EV read
-// from the inner headers; and trimming of overflowing data frames.
+// from the inner headers, or (ev_path) the EV's path bits naming the uplink;
+// and trimming of overflowing data frames.
 //
 // Static tables. A uSID names (plane, role, index) (lib/routing/fabric.hpp),
 // so the table of every switch of a tier is the same map from (role, index)
@@ -49,7 +50,7 @@ std::uint32_t Simulator::route(Switch& s, Packet& p) {
     if (h[kEth + 7] <= 1) return kNone;  // hop limit exhausted
     --h[kEth + 7];
     if (cfg_.routing == RoutingMode::usid) return route_usid(s, p);
-    return cfg_.routing == RoutingMode::ddc ? ddc_route_control(s, p) : route_ecmp(s, p);
+    return cfg_.routing == RoutingMode::ddc ? ddc_route_control(s, p) : route_ecmp(s, p);  // ecmp and ev_path
 }
 
 std::uint32_t usid_forward(const RoutingDims& dims, const Switch& s, std::span<std::uint8_t> header) noexcept {
@@ -85,9 +86,19 @@ std::uint32_t Simulator::route_usid(Switch& s, Packet& p) {
 
 std::uint32_t Simulator::pick_up(const Switch& s, std::uint32_t first, std::uint32_t count,
                                  std::uint32_t ev) const noexcept {
-    // Hash, then the next up port: a down next hop leaves the ECMP group at once.
-    const std::uint64_t hsh = mix((std::uint64_t{ev} << 32) ^ (std::uint64_t{s.first_port} * 0x9E3779B97F4A7C15ull) ^ cfg_.seed);
-    const auto start = static_cast<std::uint32_t>(hsh % count);
+    // Hash (or, routing ev_path, the EV's path digit for this tier), then the
+    // next up port: a down next hop leaves the group at once.
+    std::uint32_t start = 0;
+    if (cfg_.routing == RoutingMode::ev_path) {
+        // T0 / edge uplinks take the path's low digit; aggregation uplinks
+        // (fat tree) the next one: k/2 × k/2 distinct core paths per pod pair.
+        const std::uint32_t path = routing::ev_path(ev);
+        start = (s.tier == Tier::agg ? path / std::max<std::uint32_t>(count, 1) : path) % count;
+    } else {
+        const std::uint64_t hsh =
+            mix((std::uint64_t{ev} << 32) ^ (std::uint64_t{s.first_port} * 0x9E3779B97F4A7C15ull) ^ cfg_.seed);
+        start = static_cast<std::uint32_t>(hsh % count);
+    }
     for (std::uint32_t k = 0; k < count; ++k) {
         const std::uint32_t local = first + (start + k) % count;
         if (ports_[s.first_port + local].up) return local;

@@ -26,6 +26,7 @@ const char* to_string(RoutingMode m) noexcept {
         case RoutingMode::usid: return "usid";
         case RoutingMode::ecmp: return "ecmp";
         case RoutingMode::ddc: return "ddc";
+        case RoutingMode::ev_path: return "ev_path";
     }
     return "unknown";
 }

@@ -47,6 +47,11 @@ enum class RoutingMode : std::uint8_t {
     usid,  ///< SRv6 uN: match block+own uSID, shift, look the next uSID up in a static table (srv6 frames)
     ecmp,  ///< hash the EV (UDP source port + flow label) over the up uplinks; down by destination (plain frames)
     ddc,   ///< distributed disaggregated chassis (2-tier only, plain frames): VOQs, credits, cells, in-order reassembly
+    /// plain frames; an uplink is named by the EV's path bits instead of a
+    /// hash (T0/edge: path mod uplinks; aggregation: (path / k/2) mod k/2), so
+    /// the sender places every EV on a known path, as uSID does on a Clos,
+    /// on any topology (the fat tree included); a down uplink passes to the next
+    ev_path,
 };
 [[nodiscard]] const char* to_string(RoutingMode m) noexcept;
 

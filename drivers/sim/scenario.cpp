@@ -465,7 +465,10 @@ void Runner::build() {
     SimConfig sc = cfg_.sim;
     sc.seed = cfg_.seed;
     sc.planes = cfg_.topology.plane_count();
-    sc.routing = srv6_ ? RoutingMode::usid : cfg_.routing == RoutingMode::ddc ? RoutingMode::ddc : RoutingMode::ecmp;
+    sc.routing = srv6_                                    ? RoutingMode::usid
+                 : cfg_.routing == RoutingMode::ddc     ? RoutingMode::ddc
+                 : cfg_.routing == RoutingMode::ev_path ? RoutingMode::ev_path
+                                                        : RoutingMode::ecmp;
     sc.carry_payload = cfg_.carry_payload;
     sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
