@@ -79,6 +79,8 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
         j["tracked_after_over_before"] = r.tracked_gbps_after / r.tracked_gbps_before;
     }
     j["ev_retirements"] = r.ev_retirements;
+    j["path_alarms_sent"] = r.path_alarms_sent;
+    j["path_alarms_believed"] = r.path_alarms_believed;
     j["plan_max_link_sharing"] = r.plan_max_link_sharing;
     j["slots_off_plan"] = r.slots_off_plan;
     j["replans"] = r.replans;

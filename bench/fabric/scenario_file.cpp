@@ -214,7 +214,8 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     if (root.contains("qp")) {
         const json& j = root["qp"];
         const std::string w = file + ".qp";
-        only(j, w, {"mtu_bytes", "mpr", "evs", "backup_evs", "ev_track_depth", "max_send_wr", "path_alarm_us"});
+        only(j, w, {"mtu_bytes", "mpr", "evs", "backup_evs", "ev_track_depth", "max_send_wr", "path_alarm_us",
+                    "peer_path_alarms"});
         get(j, "mtu_bytes", c.mtu_bytes, w);
         get(j, "mpr", c.mpr, w);
         get(j, "evs", c.evs, w);
@@ -224,6 +225,7 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
         get(j, "path_alarm_us", alarm_us, w);
         if (!(alarm_us >= 0)) fail(w + ".path_alarm_us", "must be ≥ 0");
         c.path_alarm_ns = static_cast<std::uint64_t>(alarm_us * 1e3);
+        get(j, "peer_path_alarms", c.peer_path_alarms, w);
         get(j, "max_send_wr", c.max_send_wr, w);
     }
     if (root.contains("failures")) {

@@ -148,6 +148,7 @@ core::EngineConfig Runner::engine_config(std::uint32_t host) const {
     e.compute_icrc = e.verify_icrc = cfg_.carry_payload;
     e.ev_track_depth = cfg_.ev_track_depth;
     e.path_alarm_ns = cfg_.path_alarm_ns;
+    e.peer_path_alarms = cfg_.peer_path_alarms;
     e.max_qps = max_qps_;
     return e;
 }
@@ -705,6 +706,11 @@ void Runner::summarise_phases(Result& r) const {
 }
 
 void Runner::summarise_counters(Result& r) const {
+    for (std::size_t nic = 0; nic < sim_->nic_count(); ++nic) {
+        const core::EngineStats& es = sim_->engine(static_cast<std::uint32_t>(nic)).stats();
+        r.path_alarms_sent += es.path_alarms_sent;
+        r.path_alarms_believed += es.path_alarms_believed;
+    }
     for (const auto& [nic, qpn] : qps_) {
         const core::Qp* qp = sim_->engine(nic).find_qp(qpn);
         if (qp == nullptr) continue;

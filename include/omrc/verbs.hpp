@@ -366,6 +366,9 @@ struct DeviceOptions {
     /// SRv6 mode: how long a (plane, T1) one QP retired also retires the EVs
     /// of the device's other QPs toward the same destination T0; 0 = off.
     std::uint64_t path_alarm_ns = 50'000;
+    /// SRv6 mode, with path_alarm_ns: tell the peer's device of such a
+    /// retirement, and believe a peer's (an OpenMRC endpoint op; both ends).
+    bool peer_path_alarms = false;
     std::uint64_t port_status_repeat_ns = 100'000;
     std::uint32_t max_qps = 1024;               ///< 1..4096
 

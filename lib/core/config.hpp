@@ -150,6 +150,15 @@ struct EngineConfig {
     /// this long retire their EVs through it too, without waiting for losses
     /// of their own (0 = each QP finds out alone). docs/PROTOCOL.md §11.5.
     std::uint64_t path_alarm_ns = 50'000;
+    /// srv6 mode, with path_alarm_ns: such a retirement is also told to the
+    /// QP's peer engine (an ERTH PATH_ALARM, an OpenMRC extension), whose QPs
+    /// then leave that (plane, T1) for every destination; and PATH_ALARMs
+    /// from peers are believed. Off: neither sent nor acted on (an MRC peer
+    /// that does not know the op answers or drops it). Off by default: on
+    /// t1_loss_allreduce it ends an idle host's losses into the dead T1 in
+    /// two seeds of four but lengthens the outage's steps by up to 1 % in two
+    /// (docs/SIMULATOR.md §5 (b)). docs/PROTOCOL.md §11.5.
+    bool peer_path_alarms = false;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down
 

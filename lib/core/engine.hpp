@@ -173,6 +173,11 @@ private:
     /// Retires the QP's EVs through the (plane, T1)s that other QPs toward
     /// the same destination T0 gave up within cfg_.path_alarm_ns.
     void apply_path_alarms(Qp& qp, TimeNs now);
+    /// Records an alarm for this engine's QPs (the ring below).
+    void raise_path_alarm(std::uint8_t plane, std::uint16_t group, std::uint32_t dst_t0, TimeNs now);
+    /// Tells `qp`'s peer engine of a (plane, T1) `qp` retired (an ERTH
+    /// PATH_ALARM, OpenMRC's), once per (peer, plane, T1) within the alarm time.
+    void send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, TimeNs now);
     void path_event(const PathEvent& e);
     /// RACK-style loss detection over the packets a SACK reports missing.
     void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
@@ -273,6 +278,15 @@ private:
         std::uint8_t plane = 0;
     };
     std::array<PathAlarm, 64> path_alarms_{};
+    /// PATH_ALARMs sent to peers lately (one per peer, plane and T1 within the alarm time).
+    struct AlarmTold {
+        TimeNs at_ns = kNever;       ///< kNever: unused
+        std::uint32_t peer_host = 0;
+        std::uint16_t group = 0;
+        std::uint8_t plane = 0;
+    };
+    std::array<AlarmTold, 32> alarms_told_{};
+    std::uint32_t alarms_told_next_ = 0;
     std::uint64_t path_alarm_seq_ = 0;       ///< alarms raised so far
     /// Sequence of the oldest alarm the ring still holds.
     [[nodiscard]] std::uint64_t oldest_path_alarm() const noexcept {

@@ -512,6 +512,21 @@ void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs no
             break;
         }
         case wire::ErthOp::ev_probe: break;  // nothing to do but answer
+        case wire::ErthOp::path_alarm:
+            // A peer retired a (plane, T1) on strong evidence. Our QPs leave
+            // it for every destination: the peer's path through it shares
+            // with ours the T1 and our link to it (its downlink is our
+            // uplink); if only the peer's own uplink failed, our EVs come
+            // back with the group's probes. Believed only for a (plane, T1)
+            // of our fabric, and never passed on (no alarm of ours comes
+            // from it).
+            ++stats_.path_alarms_received;
+            if (cfg_.peer_path_alarms && cfg_.path_alarm_ns != 0 && erth.alarm_plane < cfg_.planes && cfg_.mode == wire::FrameMode::srv6 &&
+                erth.alarm_t1 < cfg_.fabric.t1_per_plane) {
+                ++stats_.path_alarms_believed;
+                raise_path_alarm(erth.alarm_plane, erth.alarm_t1, kAnyT0, now);
+            }
+            break;
         default: return drop(DropReason::unexpected);  // an op we do not know is never a port-status update
     }
     send_ep_response(*qp, plane, request_id, erth);

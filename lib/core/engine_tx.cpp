@@ -53,6 +53,59 @@ void Engine::apply_path_alarms(Qp& qp, TimeNs now) {
     }
 }
 
+void Engine::raise_path_alarm(std::uint8_t plane, std::uint16_t group, std::uint32_t dst_t0, TimeNs now) {
+    path_alarms_[path_alarm_seq_ % path_alarms_.size()] = {now, dst_t0, group, plane};
+    ++path_alarm_seq_;
+}
+
+void Engine::send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, TimeNs now) {
+    for (const AlarmTold& t : alarms_told_)
+        if (t.at_ns != kNever && t.peer_host == qp.attr.peer_host && t.plane == plane && t.group == group &&
+            now <= t.at_ns + cfg_.path_alarm_ns)
+            return;
+    // On another usable plane where there is one, over an EV that carries
+    // data now (a path known to work); else the plane's reverse EV.
+    const std::uint32_t usable = usable_planes(qp);
+    std::uint8_t on = plane;
+    for (std::uint32_t k = 1; k <= cfg_.planes; ++k) {
+        const auto p = static_cast<std::uint8_t>((plane + k) % cfg_.planes);
+        if (usable & (1u << p)) {
+            on = p;
+            break;
+        }
+    }
+    std::uint32_t ev = routing::make_ev(on, qp.qpn & 0xFFF, static_cast<std::uint16_t>(qp.conn_id ^ 0x5A5A));
+    for (std::size_t i = 0; i < qp.paths.size(); ++i) {
+        const EvSlot& s = qp.paths.slot(i);
+        if (s.plane == on && !s.parked && !(s.plane == plane && qp.paths.group_of(s.ev) == group)) {
+            ev = s.ev;
+            break;
+        }
+    }
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return;
+    alarms_told_[alarms_told_next_++ % alarms_told_.size()] = {now, qp.attr.peer_host, group, plane};
+    wire::FrameSpec s = qp.ctrl_spec;  // a copy: only the addressing of the QP's control frames is shared
+    s.eth.src = cfg_.local_macs[on];
+    s.eth.dst = qp.attr.peer_macs[on];
+    s.ev = ev;
+    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
+    s.bth.opcode = wire::Opcode::ep_request;
+    s.bth.dest_qp = wire::kEndpointQpn;
+    const std::uint16_t id = ++ep_request_id_;
+    s.bth.psn = id;
+    s.erth = {.op = wire::ErthOp::path_alarm,
+              .alarm_t1 = group,
+              .alarm_plane = plane,
+              .tx_timestamp = ts_ticks(now),
+              .ftype = wire::mrc::kFtypeTransmitTimestamp};
+    g->plane = on;
+    finish_ctrl(*g, s);
+    ++stats_.path_alarms_sent;
+    if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
+    ep_pending_.push_back({id, qp.qpn, wire::ErthOp::path_alarm, now});
+}
+
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     // Another QP's alarm first: this QP's packets must not follow it into a dead T1.
     if (qp.alarms_seen != path_alarm_seq_) apply_path_alarms(qp, now);
@@ -292,9 +345,12 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
                 break;
             }
         }
-        path_alarms_[path_alarm_seq_ % path_alarms_.size()] = {now, dst_t0, group, plane};
-        ++path_alarm_seq_;
+        raise_path_alarm(plane, group, dst_t0, now);
         qp.alarms_seen = path_alarm_seq_;
+        // The peer's engine too: its QPs may send through the same T1 (our
+        // uplink to it is its downlink), and on its own it learns only from
+        // its own losses — late, if it was idle when the T1 failed.
+        if (cfg_.peer_path_alarms) send_path_alarm(qp, plane, group, now);
     }
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
         const EvSlot& s = qp.paths.slot(i);

@@ -65,6 +65,9 @@ struct EngineStats {
     std::uint64_t ep_responses_received = 0;  ///< EETH answers matched to a request of ours
     std::uint64_t ctrl_queue_overflow = 0;
     std::uint64_t path_events_dropped = 0;  ///< path events not polled before the queue filled (oldest dropped)
+    std::uint64_t path_alarms_sent = 0;      ///< PATH_ALARM endpoint requests sent to peers (OpenMRC, §11.5)
+    std::uint64_t path_alarms_received = 0;  ///< PATH_ALARM requests received from peers we have a QP with
+    std::uint64_t path_alarms_believed = 0;  ///< of those: named a (plane, T1) of our fabric, raised as our alarm
 };
 
 /// What one plane carried for a sending QP (Qp::plane_counters, by the

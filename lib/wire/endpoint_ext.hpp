@@ -20,16 +20,22 @@ namespace omrc::wire {
 enum class ErthOp : std::uint8_t {
     port_status_update = mrc::kErthOpPortStatusUpdate,  ///< port_status_mask says which ports are up
     ev_probe = mrc::kErthOpEvProbe,                     ///< probe one EV towards a peer NIC, answered with EETH
+    /// OpenMRC extension: the sender retired a (plane, T1) on strong evidence
+    /// (alarm_plane, alarm_t1); the receiver's QPs leave it too
+    path_alarm = mrc::kErthOpPathAlarm,
 };
 
 /// ERTH: 0 type|nh (0); 1 op in bits 1..0; 2 reserved; 3 vendor info;
-/// 4 port_status_mask; 8 reserved; 12 tx_timestamp; 14 TSR (bit 7) |
-/// reserved | format type (low 4 bits).
+/// 4 port_status_mask; 8 reserved (PATH_ALARM, OpenMRC's: 8 T1 index (16),
+/// 10 plane, 11 reserved); 12 tx_timestamp; 14 TSR (bit 7) | reserved |
+/// format type (low 4 bits).
 struct ErthHdr {
     static constexpr std::size_t kSize = 16;
     ErthOp op = ErthOp::port_status_update;
     std::uint8_t vendor = 0;
     std::uint32_t port_status_mask = 0;  ///< port_status_update: bit per port (mrc::port_mask_bit), 1 = up
+    std::uint16_t alarm_t1 = 0;          ///< path_alarm: the T1 (group) index; 0 on every other op
+    std::uint8_t alarm_plane = 0;        ///< path_alarm: its plane; 0 on every other op
     std::uint16_t tx_timestamp = 0;      ///< 128 ns ticks
     bool tsr = false;                    ///< timestamp resolution: false = 128 ns
     std::uint8_t ftype = 0;              ///< 4 bits
@@ -42,7 +48,9 @@ struct ErthHdr {
         out[2] = 0;
         out[3] = vendor;
         store_be32(&out[4], port_status_mask);
-        store_be32(&out[8], 0);
+        store_be16(&out[8], alarm_t1);
+        out[10] = alarm_plane;
+        out[11] = 0;
         store_be16(&out[12], tx_timestamp);
         store_be16(&out[14], static_cast<std::uint16_t>((tsr ? 0x8000 : 0) | ftype));
         return WireError::ok;
@@ -52,6 +60,8 @@ struct ErthHdr {
         h.op = static_cast<ErthOp>(in[1] & 0x3);
         h.vendor = in[3];
         h.port_status_mask = load_be32(&in[4]);
+        h.alarm_t1 = load_be16(&in[8]);
+        h.alarm_plane = in[10];
         h.tx_timestamp = load_be16(&in[12]);
         const std::uint16_t w = load_be16(&in[14]);
         h.tsr = (w & 0x8000) != 0;

@@ -15,6 +15,9 @@ namespace omrc::wire::mrc {
 /// but an API enum need not be the wire code. Confidence: low.
 inline constexpr std::uint8_t kErthOpPortStatusUpdate = 0;
 inline constexpr std::uint8_t kErthOpEvProbe = 1;
+/// OpenMRC's own (not MRC): PATH_ALARM, a (plane, T1) the sender found
+/// failed, named in ERTH bytes 8..11 (docs/PROTOCOL.md §11.5).
+inline constexpr std::uint8_t kErthOpPathAlarm = 2;
 
 /// EETH (endpoint response): where the 2-bit op sits in byte 1. The two
 /// reimplementations disagree (bits 5..4 or bits 3..2); the one whose op

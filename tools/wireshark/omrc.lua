@@ -104,7 +104,7 @@ local NACK_REASONS = {
 }
 -- Endpoint ops, the EETH op position and the 1-based port mask are choices
 -- where the public sources disagree (lib/wire/mrc_choices.hpp): keep in step.
-local ERTH_OPS = { [0] = "PORT_STATUS_UPDATE", [1] = "EV_PROBE" }
+local ERTH_OPS = { [0] = "PORT_STATUS_UPDATE", [1] = "EV_PROBE", [2] = "PATH_ALARM (OpenMRC)" }
 local EETH_OP_MASK = 0x30
 local PORT_MASK_ONE_BASED = true
 local FTYPES = { [0] = "no timestamp", [1] = "transmit timestamp" }
@@ -200,6 +200,8 @@ local F = {
 
     ep_request_id = ProtoField.uint16("omrc.ep.request_id", "Request id (BTH.PSN[15:0])", base.HEX),
     erth_op = ProtoField.uint8("omrc.erth.op", "Operation", base.DEC, ERTH_OPS, 0x03),
+    erth_alarm_t1 = ProtoField.uint16("omrc.erth.alarm_t1", "Alarm: T1 index", base.DEC),
+    erth_alarm_plane = ProtoField.uint8("omrc.erth.alarm_plane", "Alarm: plane", base.DEC),
     erth_vendor = ProtoField.uint8("omrc.erth.vendor", "Vendor info", base.HEX),
     erth_port_status_mask = ProtoField.uint32("omrc.erth.port_status_mask", "Port status mask", base.HEX),
     erth_planes_up = ProtoField.string("omrc.erth.planes_up", "Planes up"),
@@ -640,6 +642,9 @@ function omrc.dissector(tvb, pinfo, tree)
                     if band(rshift(mask, bit), 1) == 1 then up[#up + 1] = tostring(p) end
                 end
                 h:add(F.erth_planes_up, src(o + 4, 4), #up > 0 and table.concat(up, ",") or "(none)"):set_generated()
+            elseif eop == 2 then
+                h:add(F.erth_alarm_t1, src(o + 8, 2))
+                h:add(F.erth_alarm_plane, src(o + 10, 1))
             end
             h:add(F.erth_ts, src(o + 12, 2))
             h:add(F.erth_tsr, src(o + 14, 2))
