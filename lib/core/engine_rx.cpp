@@ -105,7 +105,10 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
 }
 
 void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
-    (void)now;
+    // A SACK with no packet arrived since the last one (a grant alone, or a
+    // sweep's follow-up) echoes nothing of its trigger: no timestamp (the
+    // sender would take a stale round trip), no ECN, no INT.
+    const bool answers = qp.ack_pending > 0 && !grant_only;
     qp.ack_pending = 0;
     qp.ack_due = false;
     qp.ack_deadline = kNever;  // a timer entry left behind is stale and skipped
@@ -123,8 +126,8 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     h.ev = qp.ack_trigger_ev;
     const std::int32_t off = psn_diff(qp.ack_trigger_psn, qp.rcv_cack);
     h.ack_psn_offset = static_cast<std::int16_t>(std::clamp(off, -32768, 32767));
-    if (qp.ack_trigger_ecn && !grant_only) h.skip = wire::SackSkip::skip_once;
-    if (qp.ack_trigger_has_int && !grant_only) g->telemetry = &qp.ack_trigger_int;
+    if (qp.ack_trigger_ecn && answers) h.skip = wire::SackSkip::skip_once;
+    if (qp.ack_trigger_has_int && answers) g->telemetry = &qp.ack_trigger_int;
     credit_fill(qp, s);
     // The bitmap normally starts right after cack: that is where holes block
     // the sender's window, and the sender infers losses only from such
@@ -149,12 +152,21 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
             start = from;
             qp.sack_sweep_psn = psn_add(qp.rcv_cack, from + 64);
         }
+        // The sweep needs SACKs to run on: when arrivals stop (a step's
+        // last packets, the holes' packets lost), follow-ups come every ACK
+        // delay until it has been round once since the last arrival.
+        if (answers) qp.sack_followups = static_cast<std::uint16_t>(std::min(3 * ((highest + 63) / 64) + 2, 3000));
+        if (qp.sack_followups > 0 && middle) {
+            --qp.sack_followups;
+            qp.ack_deadline = now + cfg_.ack_delay_ns;
+            arm_timer(qp);
+        }
     }
     h.sack_offset = static_cast<std::int16_t>(start);
     h.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, start));  // bit k = base + k, as the window words keep them
     // A grant-only SACK answers no packet: an echoed timestamp would give the
     // sender a round trip as old as the last packet received.
-    s.cc.ts_echo = grant_only ? std::uint16_t{0} : qp.ack_trigger_ts;
+    s.cc.ts_echo = answers ? qp.ack_trigger_ts : std::uint16_t{0};
     s.cc.restore_cwnd = restore;
     finish_ctrl(*g, s);
     ++qp.stats.sacks_sent;

@@ -172,6 +172,7 @@ struct Qp {
     /// back there when it has passed rcv_highest or fallen behind).
     std::uint32_t sack_sweep_psn = 0;
     std::uint32_t rcv_highest = 0;     ///< highest PSN received beyond rcv_cack (valid while rcv_ooo > 0)
+    std::uint16_t sack_followups = 0;  ///< timer SACKs left for the sweep since the last arrival (engine_rx.cpp send_sack)
     Ring<PendingImm> imms;          ///< ordered by last_psn
     Ring<RecvRequest> rq;
 

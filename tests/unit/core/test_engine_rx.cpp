@@ -442,6 +442,44 @@ TEST_CASE("Engine::send_sack__packets_beyond_both_windows_are_swept_into_view", 
     CHECK(reported.count(210) == 0);  // never sent: no window reports what did not arrive
 }
 
+TEST_CASE("Engine::send_sack__when_arrivals_stop_timer_sacks_finish_the_sweep", "[unit][core]") {
+    // Packet 0 is lost and 1..200 arrive in one burst, the last asking for a
+    // SACK; then nothing more arrives (a step's last packets: the sender has
+    // nothing to send after them). SACKs that follow every ACK delay carry the
+    // sweep through what the first one could not report, and stop once it
+    // has been round; they echo no timestamp, ECN or INT of the old trigger.
+    Rx t;
+    auto burst = t.packets(1, 201, 250);
+    burst.back() = t.packet(200, 250, true);
+    t.peer->deliver(burst);
+    std::set<std::int32_t> reported;
+    std::size_t followups = 0;
+    const auto collect = [&](bool first) {
+        for (const auto* f : CraftedPeer::only(t.peer->sent(), Opcode::sack)) {
+            const wire::SethHdr& s = f->f.seth;
+            const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
+            for (std::uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1)
+                reported.insert(psn_diff(psn_add(base, std::countr_zero(bits)), t.first_psn));
+            if (!first) {
+                ++followups;
+                CHECK(f->f.cc.ts_echo == 0);
+                CHECK(s.skip == wire::SackSkip::none);
+            }
+        }
+    };
+    collect(true);
+    for (int k = 1; k <= 40; ++k) {
+        t.peer->at(t.pair.now + 2'000);
+        collect(false);
+    }
+    CHECK(followups >= 3);
+    CHECK(followups <= 3 * 4 + 2);  // bounded: once round the 200 received PSNs, then silence
+    for (std::int32_t k = 1; k <= 200; ++k) {
+        INFO("packet " << k);
+        CHECK(reported.count(k) == 1);
+    }
+}
+
 TEST_CASE("Engine::ack_route__a_sack_follows_its_data_back", "[unit][core]") {
     Rx t;
     for (std::uint32_t k = 0; k < 8; ++k) {
