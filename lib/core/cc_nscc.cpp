@@ -36,11 +36,13 @@ void Nscc::on_ack(const AckSample& s) {
     const double acked = static_cast<double>(s.acked_bytes);
     const std::uint64_t delay = s.rtt_ns > base_rtt_ns_ ? s.rtt_ns - base_rtt_ns_ : 0;
     const bool have_rtt = s.rtt_ns != 0;
-    if (!s.ecn && (!have_rtt || delay < target_ns_)) {
+    if (!s.ecn && have_rtt && delay < target_ns_) {
         // Proportional increase: the further below target, the faster.
-        const double headroom = have_rtt ? static_cast<double>(target_ns_ - delay) / static_cast<double>(target_ns_ ? target_ns_ : 1) : 1.0;
+        const double headroom = static_cast<double>(target_ns_ - delay) / static_cast<double>(target_ns_ ? target_ns_ : 1);
         cwnd_ += acked * headroom;
     } else if (!s.ecn) {
+        // Over target, or no delay to judge by (a SACK that echoes no
+        // timestamp: a sweep's follow-up reporting old arrivals late):
         // Fair increase: about one MTU per window's worth of ACKs.
         cwnd_ += min_cwnd_ * acked / cwnd_;
     } else if (delay >= target_ns_ && s.now >= last_decrease_ns_ + base_rtt_ns_) {

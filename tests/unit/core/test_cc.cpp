@@ -60,6 +60,20 @@ TEST_CASE("Nscc::on_ack__increase_without_ecn", "[unit][core]") {
     CHECK(n.window_bytes() - w2 < w2 - w);
 }
 
+TEST_CASE("Nscc::on_ack__no_rtt_sample_is_a_fair_increase_not_a_proportional_one", "[unit][core]") {
+    // A SACK that echoes no timestamp (a sweep's follow-up reporting old
+    // arrivals late) says nothing of the delay now: the window grows as
+    // over target (one MTU per window), not as far below it.
+    Nscc a(cfg(), 8, 4096), b(cfg(), 8, 4096);
+    a.on_ack({4096, 30'000, true, 100'000});
+    b.on_ack({4096, 30'000, true, 100'000});
+    const auto w = a.window_bytes();
+    a.on_ack({65536, 0, false, 200'000});       // no RTT sample
+    b.on_ack({65536, 40'000, false, 200'000});  // over target
+    CHECK(a.window_bytes() == b.window_bytes());
+    CHECK(a.window_bytes() - w < 4096);
+}
+
 TEST_CASE("Nscc::on_trim__quick_adapt_to_delivered_bytes", "[unit][core]") {
     Nscc n(cfg(), 8, 4096);
     for (int i = 0; i < 10; ++i) n.on_ack({4096, 10'000, false, 100'000 + static_cast<std::uint64_t>(i) * 100});
