@@ -93,7 +93,7 @@ std::uint32_t Simulator::pick_up(const Switch& s, std::uint32_t first, std::uint
         // T0 / edge uplinks take the path's low digit; aggregation uplinks
         // (fat tree) the next one: k/2 × k/2 distinct core paths per pod pair.
         const std::uint32_t path = routing::ev_path(ev);
-        start = (s.tier == Tier::agg ? path / std::max<std::uint32_t>(count, 1) : path) % count;
+        start = (s.tier == Tier::agg ? path / count : path) % count;
     } else {
         const std::uint64_t hsh =
             mix((std::uint64_t{ev} << 32) ^ (std::uint64_t{s.first_port} * 0x9E3779B97F4A7C15ull) ^ cfg_.seed);

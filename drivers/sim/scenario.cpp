@@ -466,10 +466,8 @@ void Runner::build() {
     SimConfig sc = cfg_.sim;
     sc.seed = cfg_.seed;
     sc.planes = cfg_.topology.plane_count();
-    sc.routing = srv6_                                    ? RoutingMode::usid
-                 : cfg_.routing == RoutingMode::ddc     ? RoutingMode::ddc
-                 : cfg_.routing == RoutingMode::ev_path ? RoutingMode::ev_path
-                                                        : RoutingMode::ecmp;
+    // usid on a fat tree (no uSID numbering) falls back to ecmp; every other mode is taken as asked.
+    sc.routing = cfg_.routing == RoutingMode::usid && !srv6_ ? RoutingMode::ecmp : cfg_.routing;
     sc.carry_payload = cfg_.carry_payload;
     sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;

@@ -219,6 +219,13 @@ private:
     void send_transport_ack(Qp& qp);
     /// Answers an endpoint request (EETH, request id echoed) on `plane`.
     void send_ep_response(Qp& qp, std::uint8_t plane, std::uint16_t request_id, const wire::ErthHdr& req);
+    /// Sends `erth` as an endpoint request to `qp`'s peer on `plane` and
+    /// `ev`, under a fresh request id, and keeps it to match the answer.
+    /// False when the control queue is full (nothing sent).
+    bool send_ep_request(const Qp& qp, std::uint8_t plane, std::uint32_t ev, const wire::ErthHdr& erth, TimeNs now);
+    /// The reverse EV of a QP on a plane, for acknowledgements with no data
+    /// EV to follow (timer SACKs, endpoint messages).
+    static std::uint32_t reverse_ev(const Qp& qp, std::uint8_t plane) noexcept;
     /// What a NACK names: the PSN, the EV and TSETH timestamp it arrived
     /// with, and why (three integers of one width otherwise easy to swap).
     struct NackFields {

@@ -47,13 +47,30 @@ std::uint8_t Engine::reverse_plane(Qp& qp) noexcept {
     return static_cast<std::uint8_t>(qp.reverse_cursor++ % cfg_.planes);
 }
 
-namespace {
-/// The reverse EV of a QP on a plane, for acknowledgements with no data EV
-/// to follow (timer SACKs, endpoint answers).
-std::uint32_t reverse_ev(const Qp& qp, std::uint8_t plane) noexcept {
+std::uint32_t Engine::reverse_ev(const Qp& qp, std::uint8_t plane) noexcept {
     return routing::make_ev(plane, qp.qpn & 0xFFF, static_cast<std::uint16_t>(qp.conn_id ^ 0x5A5A));
 }
-}  // namespace
+
+bool Engine::send_ep_request(const Qp& qp, std::uint8_t plane, std::uint32_t ev, const wire::ErthHdr& erth,
+                             TimeNs now) {
+    wire::GatherFrame* g = ctrl_slot();
+    if (g == nullptr) return false;
+    wire::FrameSpec s = qp.ctrl_spec;  // a copy: only the addressing of the QP's control frames is shared
+    s.eth.src = cfg_.local_macs[plane];
+    s.eth.dst = qp.attr.peer_macs[plane];
+    s.ev = ev;
+    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
+    s.bth.opcode = wire::Opcode::ep_request;
+    s.bth.dest_qp = wire::kEndpointQpn;
+    const std::uint16_t id = ++ep_request_id_;
+    s.bth.psn = id;
+    s.erth = erth;
+    g->plane = plane;
+    finish_ctrl(*g, s);
+    if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
+    ep_pending_.push_back({id, qp.qpn, erth.op, now});
+    return true;
+}
 
 void Engine::ack_route(Qp& qp, std::uint8_t arrived_plane, std::uint32_t data_ev, std::uint8_t& plane,
                        std::uint32_t& ev) noexcept {
@@ -533,8 +550,8 @@ void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs no
             // of our fabric, and never passed on (no alarm of ours comes
             // from it).
             ++stats_.path_alarms_received;
-            if (cfg_.peer_path_alarms && cfg_.path_alarm_ns != 0 && erth.alarm_plane < cfg_.planes && cfg_.mode == wire::FrameMode::srv6 &&
-                erth.alarm_t1 < cfg_.fabric.t1_per_plane) {
+            if (cfg_.peer_path_alarms && cfg_.path_alarm_ns != 0 && cfg_.mode == wire::FrameMode::srv6 &&
+                erth.alarm_plane < cfg_.planes && erth.alarm_t1 < cfg_.fabric.t1_per_plane) {
                 ++stats_.path_alarms_believed;
                 raise_path_alarm(erth.alarm_plane, erth.alarm_t1, kAnyT0, now);
             }
@@ -554,27 +571,13 @@ void Engine::send_port_status(TimeNs now) {
         seen.push_back(qp);
         for (std::uint32_t plane = 0; plane < cfg_.planes; ++plane) {
             if (!(local_up_ & (1u << plane))) continue;
-            wire::GatherFrame* g = ctrl_slot();
-            if (g == nullptr) return;
-            wire::FrameSpec s = qp->ctrl_spec;
-            const std::uint32_t ev = reverse_ev(*qp, static_cast<std::uint8_t>(plane));
-            s.eth.src = cfg_.local_macs[plane];
-            s.eth.dst = qp->attr.peer_macs[plane];
-            s.ev = ev;
-            if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp->usid_template.apply(ev);
-            s.bth.opcode = wire::Opcode::ep_request;
-            s.bth.dest_qp = wire::kEndpointQpn;
-            const std::uint16_t id = ++ep_request_id_;
-            s.bth.psn = id;
-            s.erth = {.op = wire::ErthOp::port_status_update,
-                      .port_status_mask = wire::mrc::port_mask_from_planes(local_up_),
-                      .tx_timestamp = static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs),
-                      .ftype = wire::mrc::kFtypeTransmitTimestamp};
-            g->plane = static_cast<std::uint8_t>(plane);
-            finish_ctrl(*g, s);
+            const auto p = static_cast<std::uint8_t>(plane);
+            const wire::ErthHdr erth{.op = wire::ErthOp::port_status_update,
+                                     .port_status_mask = wire::mrc::port_mask_from_planes(local_up_),
+                                     .tx_timestamp = static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs),
+                                     .ftype = wire::mrc::kFtypeTransmitTimestamp};
+            if (!send_ep_request(*qp, p, reverse_ev(*qp, p), erth, now)) return;
             ++stats_.port_status_sent;
-            if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
-            ep_pending_.push_back({id, qp->qpn, wire::ErthOp::port_status_update, now});
         }
     }
 }

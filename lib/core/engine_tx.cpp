@@ -74,7 +74,7 @@ void Engine::send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, Ti
             break;
         }
     }
-    std::uint32_t ev = routing::make_ev(on, qp.qpn & 0xFFF, static_cast<std::uint16_t>(qp.conn_id ^ 0x5A5A));
+    std::uint32_t ev = reverse_ev(qp, on);
     for (std::size_t i = 0; i < qp.paths.size(); ++i) {
         const EvSlot& s = qp.paths.slot(i);
         if (s.plane == on && !s.parked && !(s.plane == plane && qp.paths.group_of(s.ev) == group)) {
@@ -82,28 +82,14 @@ void Engine::send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, Ti
             break;
         }
     }
-    wire::GatherFrame* g = ctrl_slot();
-    if (g == nullptr) return;
+    const wire::ErthHdr erth{.op = wire::ErthOp::path_alarm,
+                             .alarm_t1 = group,
+                             .alarm_plane = plane,
+                             .tx_timestamp = ts_ticks(now),
+                             .ftype = wire::mrc::kFtypeTransmitTimestamp};
+    if (!send_ep_request(qp, on, ev, erth, now)) return;
     alarms_told_[alarms_told_next_++ % alarms_told_.size()] = {now, qp.attr.peer_host, group, plane};
-    wire::FrameSpec s = qp.ctrl_spec;  // a copy: only the addressing of the QP's control frames is shared
-    s.eth.src = cfg_.local_macs[on];
-    s.eth.dst = qp.attr.peer_macs[on];
-    s.ev = ev;
-    if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
-    s.bth.opcode = wire::Opcode::ep_request;
-    s.bth.dest_qp = wire::kEndpointQpn;
-    const std::uint16_t id = ++ep_request_id_;
-    s.bth.psn = id;
-    s.erth = {.op = wire::ErthOp::path_alarm,
-              .alarm_t1 = group,
-              .alarm_plane = plane,
-              .tx_timestamp = ts_ticks(now),
-              .ftype = wire::mrc::kFtypeTransmitTimestamp};
-    g->plane = on;
-    finish_ctrl(*g, s);
     ++stats_.path_alarms_sent;
-    if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
-    ep_pending_.push_back({id, qp.qpn, wire::ErthOp::path_alarm, now});
 }
 
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
@@ -702,8 +688,9 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
         qp.cc->on_ack(a);
     }
     if (qp.credit != nullptr) {
-        if (f.has_cgth && f.cgth().valid) {
-            qp.credit->on_grant(wire::unwrap_cumulative(qp.credit->granted_bytes(), f.cgth().grant));
+        const wire::CgthHdr grant = f.has_cgth ? f.cgth() : wire::CgthHdr{};
+        if (grant.valid) {
+            qp.credit->on_grant(wire::unwrap_cumulative(qp.credit->granted_bytes(), grant.grant));
         } else if (!qp.credit->off()) {
             // The peer's SACKs carry no grant (a peer not in credit mode):
             // none will ever come.
@@ -841,18 +828,10 @@ SubmitResult Engine::probe_ev(const CmdProbeEv& c, TimeNs now) {
     if (qp == nullptr || (qp->state != QpState::rtr && qp->state != QpState::rts)) return {EINVAL};
     const std::uint32_t plane = routing::ev_plane(c.ev);
     if (plane >= cfg_.planes) return {EINVAL};
-    wire::GatherFrame* g = ctrl_slot();
-    if (g == nullptr) return {ENOBUFS};
-    wire::FrameSpec s = address_ctrl(*qp, static_cast<std::uint8_t>(plane), c.ev, *g);
-    s.bth.opcode = wire::Opcode::ep_request;
-    s.bth.dest_qp = wire::kEndpointQpn;
-    const std::uint16_t id = ++ep_request_id_;
-    s.bth.psn = id;
-    s.erth = {.op = wire::ErthOp::ev_probe, .tx_timestamp = ts_ticks(now), .ftype = wire::mrc::kFtypeTransmitTimestamp};
-    finish_ctrl(*g, s);
+    const wire::ErthHdr erth{
+        .op = wire::ErthOp::ev_probe, .tx_timestamp = ts_ticks(now), .ftype = wire::mrc::kFtypeTransmitTimestamp};
+    if (!send_ep_request(*qp, static_cast<std::uint8_t>(plane), c.ev, erth, now)) return {ENOBUFS};
     ++qp->stats.ev_probes_sent;
-    if (ep_pending_.size() >= kEpPendingLimit) ep_pending_.pop_front();
-    ep_pending_.push_back({id, qp->qpn, wire::ErthOp::ev_probe, now});
     return {kOk};
 }
 

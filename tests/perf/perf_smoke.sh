@@ -105,22 +105,33 @@ try: s.bind(('::1', $1))
 except OSError: sys.exit(0)
 sys.exit(1)"
 }
-config_pair() {
-  if ! start_server write_bw --config "$CONFIGS/udp.toml" --device omrc0 --out_json "$TMP/server.json"; then
-    fail "--config: server did not start"; return
+# config_run LABEL CFG HOOK [client options...]: write_bw, 64 KiB × 200, from CFG's omrc1 (client) to
+# its omrc0 (server, JSON in server.json); HOOK runs once the server is up. Fails (and returns 1) on a
+# server that does not start or an exit status other than 0; checks the client's result row.
+config_run() {
+  local label=$1 cfg=$2 hook=$3
+  shift 3
+  if ! start_server write_bw --config "$cfg" --device omrc0 --out_json "$TMP/server.json"; then
+    fail "$label: server did not start"; return 1
   fi
-  udp_port_taken 14800 && udp_port_taken 14863 || fail "--config: the server does not hold udp.toml's ports 14800..14863"
-  timeout 60 "$PERF" write_bw ::1 -p "$PORT" --config "$CONFIGS/udp.toml" --device omrc1 -s 65536 -n 200 \
-    --out_json "$TMP/client.json" >"$TMP/client.log" 2>&1
+  "$hook"
+  timeout 60 "$PERF" write_bw ::1 -p "$PORT" --config "$cfg" --device omrc1 -s 65536 -n 200 "$@" \
+    >"$TMP/client.log" 2>&1
   local crc=$?
   wait_server
   local src=$?
   if [[ $crc -ne 0 || $src -ne 0 ]]; then
-    fail "--config: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return
+    fail "$label: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return 1
   fi
+  grep -Eq "^ 65536 +200 " "$TMP/client.log" || { fail "$label: no '65536 200' row"; cat "$TMP/client.log" >&2; }
+}
+udp_ports_held() {
+  udp_port_taken 14800 && udp_port_taken 14863 || fail "--config: the server does not hold udp.toml's ports 14800..14863"
+}
+config_pair() {
+  config_run --config "$CONFIGS/udp.toml" udp_ports_held --out_json "$TMP/client.json" || return
   grep -Eq "Config +: .*/udp.toml \(device omrc0, frame mode plain\)" "$TMP/server.log" || { fail "--config: server header"; cat "$TMP/server.log" >&2; }
   grep -Eq "Config +: .*/udp.toml \(device omrc1, frame mode plain\)" "$TMP/client.log" || { fail "--config: client header"; cat "$TMP/client.log" >&2; }
-  grep -Eq "^ 65536 +200 " "$TMP/client.log" || { fail "--config: no '65536 200' row"; cat "$TMP/client.log" >&2; }
   json_check "$TMP/client.json" "d['driver']=='udp' and d['device']=='omrc1' and d['planes']==4 and d['evs']==128 and d['policy']=='adaptive' and d['mtu']==4096 and d['results'][0]['bw_avg'] > 0" \
     || fail "--config: client JSON"
   json_check "$TMP/server.json" "d['device']=='omrc0' and d['planes']==4 and d['results'][0]['iterations']==200" \
@@ -137,18 +148,7 @@ credit_pair() {
   local cfg=$TMP/udp-credit.toml
   sed 's/^\[defaults.qp\]$/[defaults.qp.cc]\nalgorithm = "credit"\n\n[defaults.qp]/' "$CONFIGS/udp.toml" >"$cfg"
   grep -q '^algorithm = "credit"$' "$cfg" || { fail "credit: could not write $cfg"; return; }
-  if ! start_server write_bw --config "$cfg" --device omrc0 --out_json "$TMP/server.json"; then
-    fail "credit: server did not start"; return
-  fi
-  timeout 60 "$PERF" write_bw ::1 -p "$PORT" --config "$cfg" --device omrc1 -s 65536 -n 200 \
-    --stats "$TMP/credit-stats.json" >"$TMP/client.log" 2>&1
-  local crc=$?
-  wait_server
-  local src=$?
-  if [[ $crc -ne 0 || $src -ne 0 ]]; then
-    fail "credit: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return
-  fi
-  grep -Eq "^ 65536 +200 " "$TMP/client.log" || { fail "credit: no '65536 200' row"; cat "$TMP/client.log" >&2; }
+  config_run credit "$cfg" true --stats "$TMP/credit-stats.json" || return
   json_check "$TMP/credit-stats.json" "any(q['cc']=='credit' and not q['credit']['off'] and q['credit']['granted_bytes'] > 0 and q['credit']['sent_scheduled_bytes'] > q['credit']['sent_unscheduled_bytes'] and q['stats']['data_bytes_sent'] >= 200 * 65536 for q in d['qps'])" \
     || { fail "credit: the client's stats show no QP that sent on grants"; python3 -m json.tool "$TMP/credit-stats.json" | grep -A8 '"credit"' >&2; }
   pass "write_bw under receiver credit between udp.toml's omrc0 and omrc1"
