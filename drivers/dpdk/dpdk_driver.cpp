@@ -287,6 +287,7 @@ const std::uint8_t* DpdkDriver::rx_view(rte_mbuf* m, std::size_t slot, Port& p) 
 }
 
 std::size_t DpdkDriver::rx_burst(std::span<driver::RxFrame> out, std::uint64_t now_ns) {
+    attach_thread();  // the mempool caches need an lcore (eal.hpp)
     // The views of the previous burst are no longer in use.
     for (rte_mbuf* m : rx_held_) rte_pktmbuf_free(m);
     rx_held_.clear();
@@ -425,6 +426,7 @@ void DpdkDriver::flush(Port& p) {
 }
 
 std::size_t DpdkDriver::tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) {
+    attach_thread();
     poll_links(now_ns);
     std::size_t accepted = 0;
     std::uint32_t touched = 0;  // ports with new frames

@@ -15,6 +15,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_log.h>
 
 #include "log/log.hpp"
@@ -129,6 +130,35 @@ int ensure_eal(const std::vector<std::string>& args) {
     }
     eal_ready = true;
     return 0;
+}
+
+namespace {
+
+/// Gives back the lcore a thread registered, when the thread exits.
+struct ThreadLcore {
+    bool registered = false;
+    bool tried = false;
+    ~ThreadLcore() {
+        if (registered) rte_thread_unregister();
+    }
+};
+
+}  // namespace
+
+void attach_thread() {
+    if (rte_lcore_id() != LCORE_ID_ANY) return;  // an EAL lcore, or registered before
+    thread_local ThreadLcore self;
+    if (self.tried) return;
+    self.tried = true;
+    if (rte_thread_register() == 0) {
+        self.registered = true;
+        log::logger().debug("dpdk: this thread is now lcore {} (mempool caches)", rte_lcore_id());
+        return;
+    }
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+        log::logger().warn("dpdk: cannot make a data-path thread an lcore ({}): its mbufs bypass the mempool caches",
+                           rte_strerror(rte_errno));
 }
 
 }  // namespace omrc::dpdk

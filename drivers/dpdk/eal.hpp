@@ -22,6 +22,16 @@ namespace omrc::dpdk {
 /// before, by us or by the application) or an errno.
 int ensure_eal(const std::vector<std::string>& args);
 
+/// Makes the calling thread an EAL lcore if it is not one (a thread the
+/// application started, such as a progress thread): DPDK's mempools keep a
+/// per-lcore cache of recently freed mbufs only for lcores, and without one
+/// every mbuf comes from the pool's ring in FIFO order, so each frame lands
+/// in cache-cold memory. Cheap after the first call on a thread (one
+/// thread-local read); the thread gives its lcore back when it exits. A
+/// failure (no lcore left, or a secondary process attached) is logged once
+/// and the thread runs without the cache.
+void attach_thread();
+
 /// Splits at white space (no quoting: EAL arguments have no spaces).
 [[nodiscard]] std::vector<std::string> split_args(const std::string& text);
 
