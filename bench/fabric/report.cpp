@@ -81,6 +81,7 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["ev_retirements"] = r.ev_retirements;
     j["path_alarms_sent"] = r.path_alarms_sent;
     j["path_alarms_believed"] = r.path_alarms_believed;
+    j["stale_path_starts"] = r.stale_path_starts;
     j["plan_max_link_sharing"] = r.plan_max_link_sharing;
     j["slots_off_plan"] = r.slots_off_plan;
     j["replans"] = r.replans;

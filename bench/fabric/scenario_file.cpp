@@ -215,7 +215,7 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
         const json& j = root["qp"];
         const std::string w = file + ".qp";
         only(j, w, {"mtu_bytes", "mpr", "evs", "backup_evs", "ev_track_depth", "max_send_wr", "path_alarm_us",
-                    "peer_path_alarms"});
+                    "peer_path_alarms", "stale_path_packets"});
         get(j, "mtu_bytes", c.mtu_bytes, w);
         get(j, "mpr", c.mpr, w);
         get(j, "evs", c.evs, w);
@@ -226,6 +226,7 @@ sim::ScenarioConfig from_json(const json& root, const std::string& file) {
         if (!(alarm_us >= 0)) fail(w + ".path_alarm_us", "must be ≥ 0");
         c.path_alarm_ns = static_cast<std::uint64_t>(alarm_us * 1e3);
         get(j, "peer_path_alarms", c.peer_path_alarms, w);
+        get(j, "stale_path_packets", c.stale_path_packets, w);
         get(j, "max_send_wr", c.max_send_wr, w);
     }
     if (root.contains("failures")) {

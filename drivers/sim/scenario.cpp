@@ -149,6 +149,7 @@ core::EngineConfig Runner::engine_config(std::uint32_t host) const {
     e.ev_track_depth = cfg_.ev_track_depth;
     e.path_alarm_ns = cfg_.path_alarm_ns;
     e.peer_path_alarms = cfg_.peer_path_alarms;
+    e.stale_path_packets = cfg_.stale_path_packets;
     e.max_qps = max_qps_;
     return e;
 }
@@ -720,6 +721,7 @@ void Runner::summarise_counters(Result& r) const {
         for (std::size_t i = 0; i < qp->paths.size(); ++i) away += qp->paths.slot(i).ev != qp->paths.slot(i).home_ev ? 1 : 0;
         r.ev_slots_away_from_home += away;
         r.ev_bad_at_end += qp->paths.bad().size();
+        for (std::size_t i = 0; i < qp->paths.size(); ++i) r.stale_path_starts += qp->paths.slot(i).counters.stale_starts;
         for (std::size_t i = 0; i < qp->paths.size(); ++i) {
             const core::EvSlot& s = qp->paths.slot(i);
             if (!s.parked && !qp->paths.in_plan(s.plane, qp->paths.group_of(s.ev))) ++r.slots_off_plan;

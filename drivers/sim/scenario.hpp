@@ -61,6 +61,7 @@ struct ScenarioConfig {
     std::uint32_t ev_track_depth = 16;
     std::uint64_t path_alarm_ns = core::EngineConfig{}.path_alarm_ns;  ///< engines' path alarm time (0 = off)
     bool peer_path_alarms = core::EngineConfig{}.peer_path_alarms;      ///< engines tell (and believe) peers' alarms
+    std::uint32_t stale_path_packets = core::EngineConfig{}.stale_path_packets;  ///< packets a stale slot carries before an ACK (0 = no limit)
     std::uint32_t max_send_wr = 8;
     std::vector<FailureSpec> failures;
     TimePs max_time_ps = 1'000'000 * kPsPerUs;  ///< give up after this much virtual time (1 s)
@@ -100,6 +101,7 @@ struct Result {
     std::uint64_t ev_retirements = 0;
     std::uint64_t path_alarms_sent = 0;      ///< PATH_ALARMs engines sent to peers (peer_path_alarms)
     std::uint64_t path_alarms_believed = 0;  ///< PATH_ALARMs engines raised as their own alarm
+    std::uint64_t stale_path_starts = 0;     ///< times a stale slot was used again (EngineConfig::stale_path_packets)
     /// Policy planned: most connections any of the job's plans (the first,
     /// and those after failures) puts on one T0-T1 link of a plane
     /// (1: conflict-free); 0 without a plan.

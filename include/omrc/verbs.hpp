@@ -369,6 +369,9 @@ struct DeviceOptions {
     /// SRv6 mode, with path_alarm_ns: tell the peer's device of such a
     /// retirement, and believe a peer's (an OpenMRC endpoint op; both ends).
     bool peer_path_alarms = false;
+    /// Adaptive: packets a slot not acknowledged for two round trips (at
+    /// least min_ev_timeout_ns) carries before an acknowledgement (0 = no limit).
+    std::uint32_t stale_path_packets = 2;
     std::uint64_t port_status_repeat_ns = 100'000;
     std::uint32_t max_qps = 1024;               ///< 1..4096
 

@@ -159,6 +159,15 @@ struct EngineConfig {
     /// two seeds of four but lengthens the outage's steps by up to 1 % in two
     /// (docs/SIMULATOR.md §5 (b)). docs/PROTOCOL.md §11.5.
     bool peer_path_alarms = false;
+    /// Adaptive spray: a slot whose EV has been acknowledged before but not
+    /// for longer than the EV timeout (the QP was idle, or the slot was not
+    /// used) is stale: what was known of its path may no longer hold. A
+    /// stale slot carries at most this many packets until one of them is
+    /// acknowledged; the rotation passes it by meanwhile. A path that died
+    /// while the QP was idle then costs this many packets, not one per
+    /// rotation until loss detection retires it. 0: no such limit.
+    /// docs/PROTOCOL.md §11.5.
+    std::uint32_t stale_path_packets = 2;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down
 

@@ -136,6 +136,8 @@ private:
 
     // engine_tx.cpp: sender
     bool send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now);
+    /// The path policy's next slot, with stale slots limited (EngineConfig::stale_path_packets).
+    int select_slot(Qp& qp, std::uint32_t planes, TimeNs now);
     void build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out, TimeNs now);
     /// True when the QP could send another data packet right now (queue, windows).
     bool can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept;

@@ -92,6 +92,15 @@ void Engine::send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, Ti
     ++stats_.path_alarms_sent;
 }
 
+int Engine::select_slot(Qp& qp, std::uint32_t planes, TimeNs now) {
+    if (cfg_.stale_path_packets == 0) return qp.paths.select(planes, rng_);
+    // Stale: not acknowledged for two of the slowest round trips, and never
+    // sooner than the EV timeout's floor (an endpoint's own stalls last that
+    // long; docs/CONFIG.md). EngineConfig::stale_path_packets.
+    const TimeNs stale_after = std::max<TimeNs>(2 * qp.rtt_max_ns, cfg_.min_ev_timeout_ns);
+    return qp.paths.select(planes, rng_, now, stale_after, cfg_.stale_path_packets);
+}
+
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     // Another QP's alarm first: this QP's packets must not follow it into a dead T1.
     if (qp.alarms_seen != path_alarm_seq_) apply_path_alarms(qp, now);
@@ -114,7 +123,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
         }
         if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + p.len > cwnd) return false;
         if (qp.credit != nullptr && !qp.credit->may_send(p.len, qp.inflight_bytes == 0)) return false;
-        const int slot = qp.paths.select(planes, rng_);
+        const int slot = select_slot(qp, planes, now);
         if (slot < 0) return false;
         qp.resend.pop_front();
         p.lost = false;
@@ -128,7 +137,7 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
     const std::uint32_t len = std::min(qp.attr.mtu_bytes, m.length - qp.seg_offset);
     if (const std::uint64_t pipe = qp.pipe_bytes(); pipe > 0 && pipe + len > cwnd) return false;
     if (qp.credit != nullptr && !qp.credit->may_send(len, qp.inflight_bytes == 0)) return false;
-    const int slot = qp.paths.select(planes, rng_);
+    const int slot = select_slot(qp, planes, now);
     if (slot < 0) return false;
     const std::uint32_t psn = qp.snd_nxt;
     if (qp.seg_offset == 0) m.first_psn = psn;
@@ -263,6 +272,9 @@ void Engine::mark_lost(Qp& qp, std::uint32_t psn, bool front) {
     ++qp.plane_counters[packet_plane(p)].lost;
     assert(qp.inflight_bytes >= p.len && "inflight_bytes covers every packet neither acked nor lost");
     qp.inflight_bytes -= std::min<std::uint64_t>(qp.inflight_bytes, p.len);
+    // A stale slot's packet known lost no longer waits for its acknowledgement:
+    // unless the loss retires the slot, the slot may carry another.
+    if (EvSlot& slot = qp.paths.slot(p.ev_slot); slot.ev == p.ev && slot.stale_sent > 0) --slot.stale_sent;
     // Credit mode: the bytes are asked for again (the credit they used is
     // not lost: the receiver grants them anew when the request shows them).
     if (qp.credit != nullptr) qp.credit->on_demand(p.len, false, false);
@@ -375,6 +387,7 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     if (slot.ev == p.ev) {
         ++slot.counters.acked;
+        qp.paths.note_ack(p.ev_slot, p.ev, now);
         (void)qp.paths.record_outcome(p.ev_slot, false);
         // Only a packet sent once identifies which copy arrived.
         if (p.tx_count == 1 && p.tx_seq > slot.last_acked_tx_seq) {

@@ -146,7 +146,8 @@ void PathSet::begin_burst(Rng& rng) noexcept {
     new_rotation(rng);
 }
 
-int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
+int PathSet::select(std::uint32_t plane_mask, Rng& rng, TimeNs now, TimeNs stale_after_ns,
+                    std::uint32_t stale_packets) noexcept {
     const auto n = static_cast<std::uint32_t>(slots_.size());
     if (policy_ == PathPolicy::ecmp) {
         // One EV per QP; fail over to the next plane only when its port is down.
@@ -156,6 +157,18 @@ int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
         }
         return -1;
     }
+    const bool limit = stale_packets != 0 && manages_paths();
+    const auto waiting = [&](const EvSlot& s) {  // stale and out of packets until an acknowledgement
+        return limit && s.acked_ev == s.ev && s.last_ack_ns != 0 && now > s.last_ack_ns + stale_after_ns &&
+               s.stale_sent >= stale_packets;
+    };
+    const auto take = [&](std::uint32_t i) {
+        EvSlot& s = slots_[i];
+        if (limit && s.acked_ev == s.ev && s.last_ack_ns != 0 && now > s.last_ack_ns + stale_after_ns &&
+            s.stale_sent++ == 0)
+            ++s.counters.stale_starts;
+        return static_cast<int>(i);
+    };
     for (int pass = 0; pass < 2; ++pass) {
         for (std::uint32_t k = 0; k < n; ++k) {
             const auto i = static_cast<std::uint32_t>((offset_ + std::uint64_t{cursor_} * stride_) % n);
@@ -166,13 +179,31 @@ int PathSet::select(std::uint32_t plane_mask, Rng& rng) noexcept {
             }
             EvSlot& s = slots_[i];
             if (!(plane_mask & (1u << s.plane)) || s.parked) continue;
+            if (waiting(s)) {
+                // Its turn goes to another slot of its plane, so the rotation
+                // keeps its per-plane counts (a turn passed to the next slot
+                // in the order would move the packet to another plane, and a
+                // burst's slowest plane sets its time).
+                std::uint32_t best = n;
+                for (std::uint32_t d = 1; d < n; ++d) {
+                    const std::uint32_t j = (i + d) % n;
+                    const EvSlot& t = slots_[j];
+                    if (t.plane != s.plane || t.parked || waiting(t)) continue;
+                    if (pass == 0 && t.state == EvState::skip && t.skip_rotation >= rotation_) continue;
+                    if (best == n || t.fifo_count < slots_[best].fifo_count) best = j;
+                }
+                if (best != n) return take(best);
+                continue;  // the whole plane waits: the turn passes on
+            }
             if (manages_paths() && pass == 0 && s.state == EvState::skip) {
                 if (s.skip_rotation >= rotation_) continue;
                 s.state = EvState::good;
             }
-            return static_cast<int>(i);
+            return take(i);
         }
-        // Every usable slot was skipped this rotation: send anyway rather than stall.
+        // Every usable slot was skipped this rotation: send anyway rather than
+        // stall. Stale slots out of packets are not used even then: when every
+        // one waits so, the QP waits for acknowledgements.
     }
     return -1;
 }

@@ -39,6 +39,7 @@ struct EvCounters {
     std::uint64_t trims = 0;
     std::uint64_t retirements = 0;
     std::uint64_t skips = 0;      ///< GOOD → SKIP transitions (ECN echo, trim)
+    std::uint64_t stale_starts = 0; ///< times the slot was used again after going stale (EngineConfig::stale_path_packets)
 };
 
 struct EvSlot {
@@ -58,6 +59,9 @@ struct EvSlot {
     std::uint32_t fifo_count = 0;
     double loss_ewma = 0.0;          ///< recent loss fraction of packets on this EV (weight 1/8 per packet)
     bool parked = false;             ///< its plane failed as a whole: not used until a probe on the plane succeeds
+    TimeNs last_ack_ns = 0;          ///< when a packet on `acked_ev` was last acknowledged (0 = never)
+    std::uint32_t acked_ev = 0;      ///< the EV of that acknowledgement (a new EV in the slot has no history)
+    std::uint32_t stale_sent = 0;    ///< packets sent since the slot went stale and before an acknowledgement
     bool infer_queued = false;       ///< listed in Qp::infer_pending
     EvCounters counters{};
 };
@@ -119,7 +123,20 @@ public:
     /// Each rotation visits every usable slot once, in an order drawn per
     /// rotation (a random stride coprime with the slot count), so QPs that
     /// start together do not stay in phase on the same paths.
-    int select(std::uint32_t plane_mask, Rng& rng) noexcept;
+    /// Adaptive: a slot acknowledged last more than `stale_after_ns` before
+    /// `now` carries at most `stale_packets` packets until one is
+    /// acknowledged (note_ack); until then it is passed by, and when every
+    /// usable slot waits so, -1 (the QP waits for acknowledgements).
+    /// stale_packets 0: no such limit.
+    int select(std::uint32_t plane_mask, Rng& rng, TimeNs now = 0, TimeNs stale_after_ns = 0,
+               std::uint32_t stale_packets = 0) noexcept;
+    /// A packet sent on the slot's current EV `ev` was acknowledged at `now`.
+    void note_ack(std::size_t slot, std::uint32_t ev, TimeNs now) noexcept {
+        EvSlot& s = slots_[slot];
+        s.last_ack_ns = now;
+        s.acked_ev = ev;
+        s.stale_sent = 0;
+    }
 
     /// A burst begins (work posted to a QP that had nothing left to send):
     /// the rotation in progress ends and a fresh one starts, so the burst is

@@ -27,7 +27,8 @@ nlohmann::json ev_json(std::size_t slot, const core::EvSlot& s) {
             {"state", core::to_string(s.state)},
             {"sent", c.sent},     {"acked", c.acked},   {"lost", c.lost},
             {"timeouts", c.timeouts}, {"ecn", c.ecn},   {"trims", c.trims},
-            {"retirements", c.retirements}, {"skips", c.skips}, {"parked", s.parked}};
+            {"retirements", c.retirements}, {"skips", c.skips}, {"stale_starts", c.stale_starts},
+            {"parked", s.parked}};
 }
 
 /// One plane of one or more QPs: what was sent on it, its EVs, its groups' probing.

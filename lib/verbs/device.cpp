@@ -174,6 +174,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     ec.ev_track_depth = options.ev_track_depth;
     ec.path_alarm_ns = options.path_alarm_ns;
     ec.peer_path_alarms = options.peer_path_alarms;
+    ec.stale_path_packets = options.stale_path_packets;
     ec.port_status_repeat_ns = options.port_status_repeat_ns;
     ec.max_qps = options.max_qps;
 

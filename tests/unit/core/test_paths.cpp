@@ -132,6 +132,61 @@ TEST_CASE("PathSet::mark_skip__skips_one_rotation_only", "[unit][core]") {
     CHECK(std::count(seq.begin() + 3, seq.end(), a) == 1);  // back in the next one
 }
 
+TEST_CASE("PathSet::select__a_stale_slot_carries_its_budget_then_waits_for_an_ack", "[unit][core]") {
+    // 2 planes × 4 slots, all acknowledged at t = 1 µs; at t = 100 µs (stale
+    // after 20 µs) each slot may carry 2 packets before an acknowledgement.
+    PathSet s = make(PathPolicy::adaptive, 2, 8);
+    Rng rng(6);
+    constexpr TimeNs kStale = 20'000, kNow = 100'000;
+    for (std::size_t i = 0; i < s.size(); ++i) s.note_ack(i, s.slot(i).ev, 1'000);
+    // Not stale yet: no limit.
+    std::map<int, int> uses;
+    for (int i = 0; i < 40; ++i) ++uses[s.select(3, rng, 10'000, kStale, 2)];
+    CHECK(uses.size() == 8);
+    CHECK(uses.begin()->second == 5);
+    for (std::size_t i = 0; i < s.size(); ++i) s.note_ack(i, s.slot(i).ev, 1'000);
+    // Stale: 16 packets, 2 per slot and 8 per plane, then nothing.
+    uses.clear();
+    std::map<int, int> per_plane;
+    for (int i = 0; i < 16; ++i) {
+        const int k = s.select(3, rng, kNow, kStale, 2);
+        REQUIRE(k >= 0);
+        ++uses[k];
+        ++per_plane[s.slot(static_cast<std::size_t>(k)).plane];
+    }
+    for (const auto& [slot, n] : uses) CHECK(n == 2);
+    CHECK(per_plane[0] == 8);
+    CHECK(per_plane[1] == 8);
+    CHECK(s.select(3, rng, kNow, kStale, 2) == -1);  // the QP waits for acknowledgements
+    for (std::size_t i = 0; i < s.size(); ++i) CHECK(s.slot(i).counters.stale_starts == 1);
+    // An acknowledgement frees its slot at once; a new EV in a slot has no history.
+    s.note_ack(3, s.slot(3).ev, kNow);
+    CHECK(s.select(3, rng, kNow + 1, kStale, 2) == 3);
+    s.slot(5).ev ^= 0x10;  // as a retirement's stand-in would
+    CHECK(s.select(3, rng, kNow + 2, kStale, 2) >= 0);
+    CHECK(s.select(3, rng, kNow + 3, kStale, 2) >= 0);
+    // Budget 0: no limit at all.
+    for (int i = 0; i < 20; ++i) CHECK(s.select(3, rng, kNow, kStale, 0) >= 0);
+}
+
+TEST_CASE("PathSet::select__a_waiting_slot_gives_its_turn_to_its_own_plane", "[unit][core]") {
+    // Slot 0's plane keeps its share of every rotation while slot 0 waits.
+    PathSet s = make(PathPolicy::adaptive, 2, 8);
+    Rng rng(7);
+    constexpr TimeNs kStale = 20'000, kNow = 100'000;
+    s.note_ack(0, s.slot(0).ev, 1'000);  // only slot 0 is stale (the others were never acknowledged)
+    const std::uint8_t plane0 = s.slot(0).plane;
+    int on_plane0 = 0, on_slot0 = 0;
+    for (int i = 0; i < 8 * 10; ++i) {
+        const int k = s.select(3, rng, kNow, kStale, 1);
+        REQUIRE(k >= 0);
+        on_plane0 += s.slot(static_cast<std::size_t>(k)).plane == plane0;
+        on_slot0 += k == 0;
+    }
+    CHECK(on_slot0 == 1);
+    CHECK(on_plane0 == 40);
+}
+
 TEST_CASE("PathSet::retire__a_stand_in_never_loads_a_t1_above_the_others", "[unit][core]") {
     Rng rng(6);
     // 16 slots per plane over 32 T1s: half the groups hold none. A retired
