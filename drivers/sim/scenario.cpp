@@ -721,7 +721,7 @@ void Runner::summarise_counters(Result& r) const {
         for (std::size_t i = 0; i < qp->paths.size(); ++i) away += qp->paths.slot(i).ev != qp->paths.slot(i).home_ev ? 1 : 0;
         r.ev_slots_away_from_home += away;
         r.ev_bad_at_end += qp->paths.bad().size();
-        for (std::size_t i = 0; i < qp->paths.size(); ++i) r.stale_path_starts += qp->paths.slot(i).counters.stale_starts;
+        r.stale_path_starts += qp->paths.stale_starts();
         for (std::size_t i = 0; i < qp->paths.size(); ++i) {
             const core::EvSlot& s = qp->paths.slot(i);
             if (!s.parked && !qp->paths.in_plan(s.plane, qp->paths.group_of(s.ev))) ++r.slots_off_plan;

@@ -346,7 +346,7 @@ bool read_device(Errors& e, const std::string& path, const toml::table& t, Devic
         number("ev_track_depth", o.ev_track_depth, 1, 65536),
         number("path_alarm_ns", o.path_alarm_ns, 0, kMaxTimerNs),
         flag("peer_path_alarms", o.peer_path_alarms),
-        number("stale_path_packets", o.stale_path_packets, 0, 65536),
+        number("stale_path_packets", o.stale_path_packets, 0, 255),
         number("port_status_repeat_ns", o.port_status_repeat_ns, 1, kMaxTimerNs),
         number("max_qps", o.max_qps, 1, 4096),
         number("rx_burst_frames", o.rx_burst_frames, 1, 1024),

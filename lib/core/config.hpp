@@ -165,7 +165,8 @@ struct EngineConfig {
     /// stale slot carries at most this many packets until one of them is
     /// acknowledged; the rotation passes it by meanwhile. A path that died
     /// while the QP was idle then costs this many packets, not one per
-    /// rotation until loss detection retires it. 0: no such limit.
+    /// rotation until loss detection retires it. 0: no such limit; at most
+    /// 255 (larger values count as 255).
     /// docs/PROTOCOL.md §11.5.
     std::uint32_t stale_path_packets = 2;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference

@@ -98,7 +98,7 @@ int Engine::select_slot(Qp& qp, std::uint32_t planes, TimeNs now) {
     // sooner than the EV timeout's floor (an endpoint's own stalls last that
     // long; docs/CONFIG.md). EngineConfig::stale_path_packets.
     const TimeNs stale_after = std::max<TimeNs>(2 * qp.rtt_max_ns, cfg_.min_ev_timeout_ns);
-    return qp.paths.select(planes, rng_, now, stale_after, cfg_.stale_path_packets);
+    return qp.paths.select(planes, rng_, now, stale_after, std::min<std::uint32_t>(cfg_.stale_path_packets, 255));
 }
 
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {

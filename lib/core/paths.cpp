@@ -166,7 +166,7 @@ int PathSet::select(std::uint32_t plane_mask, Rng& rng, TimeNs now, TimeNs stale
         EvSlot& s = slots_[i];
         if (limit && s.acked_ev == s.ev && s.last_ack_ns != 0 && now > s.last_ack_ns + stale_after_ns &&
             s.stale_sent++ == 0)
-            ++s.counters.stale_starts;
+            ++stale_starts_;
         return static_cast<int>(i);
     };
     for (int pass = 0; pass < 2; ++pass) {

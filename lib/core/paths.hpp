@@ -39,7 +39,6 @@ struct EvCounters {
     std::uint64_t trims = 0;
     std::uint64_t retirements = 0;
     std::uint64_t skips = 0;      ///< GOOD → SKIP transitions (ECN echo, trim)
-    std::uint64_t stale_starts = 0; ///< times the slot was used again after going stale (EngineConfig::stale_path_packets)
 };
 
 struct EvSlot {
@@ -51,6 +50,8 @@ struct EvSlot {
     std::uint8_t plane = 0;
     EvState state = EvState::good;   ///< good or skip (retired EVs leave the slot)
     // `plane` is the current EV's: a stand-in may come from another plane.
+    std::uint8_t stale_sent = 0;     ///< packets sent since the slot went stale, before an acknowledgement (≤ 255)
+    std::uint32_t acked_ev = 0;      ///< the EV of last_ack_ns (a new EV in the slot has no history)
     std::uint64_t skip_rotation = 0; ///< skip while rotation ≤ this
     std::uint64_t last_acked_tx_seq = 0;  ///< highest transmission sequence acknowledged on this EV
     std::uint32_t last_acked_psn = 0;     ///< PSN of that transmission
@@ -58,10 +59,8 @@ struct EvSlot {
     std::uint32_t fifo_head = 0;     ///< path-order tracking ring (see PathSet::track)
     std::uint32_t fifo_count = 0;
     double loss_ewma = 0.0;          ///< recent loss fraction of packets on this EV (weight 1/8 per packet)
-    bool parked = false;             ///< its plane failed as a whole: not used until a probe on the plane succeeds
     TimeNs last_ack_ns = 0;          ///< when a packet on `acked_ev` was last acknowledged (0 = never)
-    std::uint32_t acked_ev = 0;      ///< the EV of that acknowledgement (a new EV in the slot has no history)
-    std::uint32_t stale_sent = 0;    ///< packets sent since the slot went stale and before an acknowledgement
+    bool parked = false;             ///< its plane failed as a whole: not used until a probe on the plane succeeds
     bool infer_queued = false;       ///< listed in Qp::infer_pending
     EvCounters counters{};
 };
@@ -130,6 +129,8 @@ public:
     /// stale_packets 0: no such limit.
     int select(std::uint32_t plane_mask, Rng& rng, TimeNs now = 0, TimeNs stale_after_ns = 0,
                std::uint32_t stale_packets = 0) noexcept;
+    /// Times a stale slot was used again (EngineConfig::stale_path_packets).
+    [[nodiscard]] std::uint64_t stale_starts() const noexcept { return stale_starts_; }
     /// A packet sent on the slot's current EV `ev` was acknowledged at `now`.
     void note_ack(std::size_t slot, std::uint32_t ev, TimeNs now) noexcept {
         EvSlot& s = slots_[slot];
@@ -223,6 +224,7 @@ public:
     [[nodiscard]] std::uint64_t restorations() const noexcept { return restorations_; }
 
 private:
+    std::uint64_t stale_starts_ = 0;  ///< see stale_starts()
     /// A fresh EV of `plane` in `group` (any path where groups are not known).
     std::uint32_t fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& rng);
     /// The EV a slot of `plane` takes when its own is out: see retire().

@@ -27,8 +27,7 @@ nlohmann::json ev_json(std::size_t slot, const core::EvSlot& s) {
             {"state", core::to_string(s.state)},
             {"sent", c.sent},     {"acked", c.acked},   {"lost", c.lost},
             {"timeouts", c.timeouts}, {"ecn", c.ecn},   {"trims", c.trims},
-            {"retirements", c.retirements}, {"skips", c.skips}, {"stale_starts", c.stale_starts},
-            {"parked", s.parked}};
+            {"retirements", c.retirements}, {"skips", c.skips}, {"parked", s.parked}};
 }
 
 /// One plane of one or more QPs: what was sent on it, its EVs, its groups' probing.
@@ -239,7 +238,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
             {"planes", planes_json(qp)},
             {"paths",
              {{"policy", to_string(qp.paths.policy())},
-              {"backups", qp.paths.backups()},
+              {"backups", qp.paths.backups()}, {"stale_starts", qp.paths.stale_starts()},
               {"retirements", qp.paths.retirements()},
               {"restorations", qp.paths.restorations()},
               {"parked", qp.paths.parked()},
