@@ -78,19 +78,6 @@ TEST_CASE("dpdk: bad arguments are refused with a clear errno", "[dpdk]") {
     CHECK(err == ENODEV);
 }
 
-TEST_CASE("dpdk: a port serves one device at a time", "[dpdk]") {
-    auto a = open_dpdk(memif_ports(0, 20), 1, {{"vdevs", memif_vdevs(0, 20)}});
-    DeviceOptions o;
-    o.args["eal"] = dpdk_eal_args();
-    o.args["ports"] = memif_ports(0, 20);
-    int err = 0;
-    CHECK(Device::open("dpdk", o, &err) == nullptr);
-    CHECK(err == EBUSY);  // a port another device holds (include/omrc/verbs.hpp)
-    a.reset();
-    auto again = open_dpdk(memif_ports(0, 20), 2);  // released on close: usable again
-    CHECK(again->planes() == kPlanes);
-}
-
 TEST_CASE("dpdk: 64 MiB of sprayed WRITEs over net_memif, zero copy, byte-exact", "[dpdk]") {
     cpu_set_t before, after;
     REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
@@ -164,6 +151,26 @@ TEST_CASE("dpdk: a device progressed from the application's own thread gets an l
     CHECK(lcore_in_thread != LCORE_ID_ANY);
     CHECK(lcores_during == lcores_before + 1);
     CHECK(rte_lcore_count() == lcores_before);  // given back when the thread ended
+}
+
+// Last of the memif cases that run in one process: stopping a memif server
+// port that never had a peer and starting it again (as here) makes DPDK
+// 22.11's memif free a block twice ("EAL: Error: Invalid memory" on the next
+// vdev created). Now and then the heap then hands a new listener socket
+// garbage, and the EAL's interrupt thread spins on a connection it cannot
+// accept ("Failed to accept connection request on socket fd 1"). Memif
+// connections made after that come up late or not at all.
+TEST_CASE("dpdk: a port serves one device at a time", "[dpdk]") {
+    auto a = open_dpdk(memif_ports(0, 20), 1, {{"vdevs", memif_vdevs(0, 20)}});
+    DeviceOptions o;
+    o.args["eal"] = dpdk_eal_args();
+    o.args["ports"] = memif_ports(0, 20);
+    int err = 0;
+    CHECK(Device::open("dpdk", o, &err) == nullptr);
+    CHECK(err == EBUSY);  // a port another device holds (include/omrc/verbs.hpp)
+    a.reset();
+    auto again = open_dpdk(memif_ports(0, 20), 2);  // released on close: usable again
+    CHECK(again->planes() == kPlanes);
 }
 
 namespace {
