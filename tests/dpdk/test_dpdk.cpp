@@ -153,13 +153,14 @@ TEST_CASE("dpdk: a device progressed from the application's own thread gets an l
     CHECK(rte_lcore_count() == lcores_before);  // given back when the thread ended
 }
 
-// Last of the memif cases that run in one process: stopping a memif server
-// port that never had a peer and starting it again (as here) makes DPDK
-// 22.11's memif free a block twice ("EAL: Error: Invalid memory" on the next
-// vdev created). Now and then the heap then hands a new listener socket
-// garbage, and the EAL's interrupt thread spins on a connection it cannot
-// accept ("Failed to accept connection request on socket fd 1"). Memif
-// connections made after that come up late or not at all.
+// A known flake of DPDK 22.11's memif, not of this case: in some runs of
+// this binary DPDK reports "EAL: Error: Invalid memory" (a block freed
+// twice) after the first devices open, and now and then a listener socket
+// then carries a garbage fd: the EAL's interrupt thread spins on a
+// connection it cannot accept ("Failed to accept connection request on
+// socket fd 1"), and memif links made after that come up late or never.
+// Seen in 1 of 8 runs under load at 10fb4c5 and 1 of 6 after it, in
+// whichever case came next; not traced inside DPDK.
 TEST_CASE("dpdk: a port serves one device at a time", "[dpdk]") {
     auto a = open_dpdk(memif_ports(0, 20), 1, {{"vdevs", memif_vdevs(0, 20)}});
     DeviceOptions o;
