@@ -160,10 +160,10 @@ struct EngineConfig {
     /// (docs/SIMULATOR.md §5 (b)). docs/PROTOCOL.md §11.5.
     bool peer_path_alarms = false;
     /// Adaptive spray: a slot whose EV has been acknowledged before but not
-    /// for longer than the EV timeout (the QP was idle, or the slot was not
-    /// used) is stale: what was known of its path may no longer hold. A
-    /// stale slot carries at most this many packets until one of them is
-    /// acknowledged; the rotation passes it by meanwhile. A path that died
+    /// for max(2 · rtt_max, min_ev_timeout_ns) (the QP was idle, or the slot
+    /// was not used) is stale: what was known of its path may no longer
+    /// hold. A stale slot carries at most this many packets until one of
+    /// them is acknowledged; its turns go to its plane's other slots meanwhile. A path that died
     /// while the QP was idle then costs this many packets, not one per
     /// rotation until loss detection retires it. 0: no such limit; at most
     /// 255 (larger values count as 255).

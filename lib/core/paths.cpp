@@ -158,15 +158,13 @@ int PathSet::select(std::uint32_t plane_mask, Rng& rng, TimeNs now, TimeNs stale
         return -1;
     }
     const bool limit = stale_packets != 0 && manages_paths();
-    const auto waiting = [&](const EvSlot& s) {  // stale and out of packets until an acknowledgement
-        return limit && s.acked_ev == s.ev && s.last_ack_ns != 0 && now > s.last_ack_ns + stale_after_ns &&
-               s.stale_sent >= stale_packets;
+    const auto stale = [&](const EvSlot& s) {
+        return limit && s.acked_ev == s.ev && s.last_ack_ns != 0 && now > s.last_ack_ns + stale_after_ns;
     };
+    const auto waiting = [&](const EvSlot& s) { return stale(s) && s.stale_sent >= stale_packets; };
     const auto take = [&](std::uint32_t i) {
         EvSlot& s = slots_[i];
-        if (limit && s.acked_ev == s.ev && s.last_ack_ns != 0 && now > s.last_ack_ns + stale_after_ns &&
-            s.stale_sent++ == 0)
-            ++stale_starts_;
+        if (stale(s) && s.stale_sent++ == 0) ++stale_starts_;
         return static_cast<int>(i);
     };
     for (int pass = 0; pass < 2; ++pass) {
