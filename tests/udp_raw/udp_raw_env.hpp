@@ -43,7 +43,10 @@ inline bool iface_running(const std::string& name) {
 }
 
 /// `ip link set NAME up|down`, then waits (≤ 5 s) until the interface flags
-/// say so, and a little longer so that a driver's flag poll sees it.
+/// say so. The driver reads the same flags (SIOCGIFFLAGS), so its next flag
+/// poll sees the change: at its next call with link_poll_us=0, within
+/// link_poll_us otherwise (callers with a period poll the driver until a
+/// deadline).
 inline bool set_iface(const std::string& name, bool up) {
     const std::string cmd = "ip link set " + name + (up ? " up" : " down");
     if (std::system(cmd.c_str()) != 0) return false;
@@ -52,7 +55,6 @@ inline bool set_iface(const std::string& name, bool up) {
         if (std::chrono::steady_clock::now() > until) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
     return true;
 }
 
