@@ -10,9 +10,10 @@
 //   collectives  ring allreduces and all-to-alls of several sizes, checked
 //                byte for byte                        → 0 when all exact
 //   victim       connects the ring, takes part in one allreduce, writes
-//                DIR/victim.ready and sleeps until killed
-//   survivor     connects the ring, one allreduce, then allreduces until
-//                the plugin reports an error (the victim was killed)
+//                DIR/victimRANK.ready and sleeps until killed
+//   survivor     connects the ring, one allreduce, writes
+//                DIR/survivorRANK.ready, then allreduces until the plugin
+//                reports an error (the victim was killed)
 //                                                     → 0 on that error,
 //                                                       3 when none came
 //   init         init, then one line per device with its v12 properties
@@ -127,8 +128,9 @@ int main(int argc, char** argv) {
 
     st = allreduce_checked(*net, ring, rank, nranks, 4096, &exact, deadline);
     if (!st.ok() || !exact) return fail(rank, "first allreduce: " + describe(st));
+    // Past the first allreduce: the test kills the victim once every rank says so.
+    std::ofstream(dir + "/" + scenario + std::to_string(rank) + ".ready") << rank << "\n";
     if (scenario == "victim") {
-        std::ofstream(dir + "/victim.ready") << rank << "\n";
         for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
     if (scenario == "survivor") {

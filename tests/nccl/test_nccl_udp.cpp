@@ -85,12 +85,20 @@ TEST_CASE("a rank process killed mid-job: the others get an error instead of han
     const auto pids =
         start_ranks(dir, kRanks, [](int r) { return std::string(r == kRanks - 1 ? "victim" : "survivor"); });
     for (pid_t p : pids) REQUIRE(p > 0);
-    // The victim took part in one allreduce; the survivors now wait for it.
+    // Every rank is past its first allreduce (each wrote DIR/<scenario><rank>.ready):
+    // the survivors now wait for the victim in the next one. A survivor still in
+    // its first allreduce when the victim dies would fail there, not in the loop.
+    const auto all_ready = [&] {
+        for (int r = 0; r < kRanks; ++r) {
+            const std::string scenario = r == kRanks - 1 ? "victim" : "survivor";
+            if (!std::filesystem::exists(dir + "/" + scenario + std::to_string(r) + ".ready")) return false;
+        }
+        return true;
+    };
     const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!std::filesystem::exists(dir + "/victim.ready") && std::chrono::steady_clock::now() < limit)
+    while (!all_ready() && std::chrono::steady_clock::now() < limit)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    REQUIRE(std::filesystem::exists(dir + "/victim.ready"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    REQUIRE(all_ready());
     const auto killed_at = std::chrono::steady_clock::now();
     ::kill(pids.back(), SIGKILL);
     const std::vector<pid_t> survivors(pids.begin(), pids.end() - 1);
