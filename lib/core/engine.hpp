@@ -153,10 +153,17 @@ private:
     /// Evidence from one SACK: its cumulative PSN and the bitmap from cack + 1
     /// (bit k = PSN cack + 1 + k)
     /// (valid = false when the SACK's bitmap starts elsewhere, or for timers).
+    /// What one SACK says of the receiver's state when it was built: every
+    /// PSN ≤ cack received, and for the 64 PSNs from `base` (> cack) which
+    /// were (bit set) and which were not (bit clear).
     struct SackView {
         bool valid = false;
         std::uint32_t cack = 0;
+        std::uint32_t base = 0;     ///< PSN of bitmap bit 0 (cack + sack_offset)
         std::uint64_t bitmap = 0;
+        TimeNs horizon_ns = 0;      ///< latest send time of a packet sent once that the SACK shows received (0: none)
+        /// Whether the SACK shows `psn` received (known), and which.
+        [[nodiscard]] bool reports(std::uint32_t psn, bool& received) const noexcept;
     };
     /// Returns true when the slot still has an older packet to decide later.
     bool infer_losses_on_path(Qp& qp, std::size_t slot, const SackView& sack, TimeNs now);
@@ -183,6 +190,15 @@ private:
     void path_event(const PathEvent& e);
     /// RACK-style loss detection over the packets a SACK reports missing.
     void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
+    /// No packet sent once on `plane` acknowledged for the plane's slowest round trip.
+    static bool plane_silent(const Qp& qp, std::uint8_t plane, TimeNs now) noexcept;
+    /// The latest send time of a packet sent once and acknowledged, over every plane.
+    static TimeNs latest_delivered_send(const Qp& qp) noexcept;
+    /// The latest send time of a packet sent once that this SACK shows received.
+    TimeNs reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo) const noexcept;
+    /// Whether a packet sent at `horizon` and delivered was sent so long after `p`
+    /// that `p`, even on its plane's slowest round trip, would have arrived first.
+    static bool overtaken_on_any_plane(const Qp& qp, const TxPkt& p, TimeNs horizon) noexcept;
     SubmitResult probe_ev(const CmdProbeEv& c, TimeNs now);
     /// SACK M field: skip the EV once, or give it up.
     void on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now);

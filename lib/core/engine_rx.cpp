@@ -181,6 +181,14 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
     }
     h.sack_offset = static_cast<std::int16_t>(start);
     h.bitmap = qp.rcv_bits64(psn_add(qp.rcv_cack, start));  // bit k = base + k, as the window words keep them
+    // Only PSNs inside the receive window (cack, cack + window] can have been
+    // received. A window starting less than 64 PSNs before its end (a
+    // sweep's last turn, a trigger near the window's edge) would otherwise
+    // read on round the ring and report, as PSNs beyond the window, the
+    // state of the ones a window below them: PSNs the sender never sent, for
+    // which it discards the whole SACK as forged.
+    if (const std::int32_t room = static_cast<std::int32_t>(qp.rcv_window) - start + 1; room < 64)
+        h.bitmap &= room <= 0 ? 0 : (1ull << room) - 1;
     // A grant-only SACK answers no packet: an echoed timestamp would give the
     // sender a round trip as old as the last packet received.
     s.cc.ts_echo = answers ? qp.ack_trigger_ts : std::uint16_t{0};

@@ -319,8 +319,15 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
     const std::uint32_t ev = qp.paths.slot(slot).ev;
     const std::uint8_t plane = qp.paths.slot(slot).plane;
     resend_slot(qp, slot);
-    if (!qp.paths.retire(slot, now, rng_, usable_planes(qp))) return;
+    // Groups not known: a retirement that completes a plane's streak parks
+    // every slot of the plane; what those slots carry is resent now.
+    const std::uint32_t parked_before = qp.paths.parked();
+    if (!qp.paths.retire(slot, now, rng_, usable_planes(qp), [&](std::size_t other) { resend_slot(qp, other); }))
+        return;
+    if (const std::uint32_t parked = qp.paths.parked(); parked > parked_before + 1)
+        qp.stats.ev_parked_with_plane += parked - parked_before - 1;
     ++qp.stats.ev_retirements;
+    ++qp.stats.ev_retirements_by_cause[static_cast<std::size_t>(cause)];
     path_event({.at_ns = now, .kind = PathEventKind::retired, .cause = cause, .plane = plane,
                 .group = qp.paths.group_of(ev), .qpn = qp.qpn, .ev = ev});
     // Where the fabric is known, a failed path is a failed (plane, T1): the
@@ -358,6 +365,7 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
         if (qp.paths.retire(i, now, rng_, usable_planes(qp))) {
             ++qp.stats.ev_retirements;
             ++qp.stats.ev_retirements_with_group;
+            ++qp.stats.ev_retirements_by_cause[static_cast<std::size_t>(RetireCause::with_group)];
             path_event({.at_ns = now, .kind = PathEventKind::retired, .cause = RetireCause::with_group, .plane = plane,
                         .group = group, .qpn = qp.qpn, .ev = other});
         }
@@ -383,21 +391,29 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     ++qp.plane_counters[packet_plane(p)].acked;
     TimeNs& rack = qp.rack_sent_ns[packet_plane(p)];
     if (p.tx_count == 1 && p.sent_ns > rack) rack = p.sent_ns;
+    if (p.tx_count == 1) qp.plane_ack_ns[packet_plane(p)] = now;
     ++qp.acked_above_una;  // until advance_una passes it
     EvSlot& slot = qp.paths.slot(p.ev_slot);
-    if (slot.ev == p.ev) {
-        ++slot.counters.acked;
-        qp.paths.note_ack(p.ev_slot, p.ev, now);
-        (void)qp.paths.record_outcome(p.ev_slot, false);
-        // Only a packet sent once identifies which copy arrived.
-        if (p.tx_count == 1 && p.tx_seq > slot.last_acked_tx_seq) {
-            slot.last_acked_tx_seq = p.tx_seq;
-            slot.last_acked_psn = psn;
-            if (slot.suspect_ns == 0) slot.suspect_ns = now;
-            if (!slot.infer_queued) {
-                slot.infer_queued = true;
-                qp.infer_pending.push_back(p.ev_slot);
-            }
+    if (slot.ev != p.ev) return;
+    if (p.tx_count != 1) {
+        // Only a packet sent once identifies which copy arrived: the
+        // acknowledgement may be the earlier copy's, sent on another path,
+        // and says nothing for this EV (crediting it would clear a dead
+        // plane's retirement streak and end its stale waits). The packet
+        // has left the network all the same: a stale slot may send another.
+        if (slot.stale_sent > 0) --slot.stale_sent;
+        return;
+    }
+    ++slot.counters.acked;
+    qp.paths.note_ack(p.ev_slot, p.ev, now);
+    (void)qp.paths.record_outcome(p.ev_slot, false);
+    if (p.tx_seq > slot.last_acked_tx_seq) {
+        slot.last_acked_tx_seq = p.tx_seq;
+        slot.last_acked_psn = psn;
+        if (slot.suspect_ns == 0) slot.suspect_ns = now;
+        if (!slot.infer_queued) {
+            slot.infer_queued = true;
+            qp.infer_pending.push_back(p.ev_slot);
         }
     }
 }
@@ -433,30 +449,104 @@ TimeNs Engine::ev_timeout(Qp& qp) noexcept {
     return measured;
 }
 
+bool Engine::SackView::reports(std::uint32_t psn, bool& received) const noexcept {
+    if (!valid) return false;
+    if (psn_diff(psn, cack) <= 0) {
+        received = true;
+        return true;
+    }
+    const std::int32_t k = psn_diff(psn, base);
+    if (k < 0 || k >= 64) return false;
+    received = ((bitmap >> k) & 1u) != 0;
+    return true;
+}
+
+bool Engine::plane_silent(const Qp& qp, std::uint8_t plane, TimeNs now) noexcept {
+    // A plane that delivers, however deep its queues, acknowledges packets
+    // as its queues drain; one that died acknowledges nothing. Silent: no
+    // packet sent once on it acknowledged for its slowest round trip.
+    const TimeNs max = qp.plane_rtt[plane].max_ns;
+    return max != 0 && qp.plane_ack_ns[plane] + max < now;
+}
+
+bool Engine::overtaken_on_any_plane(const Qp& qp, const TxPkt& p, TimeNs horizon) noexcept {
+    // A packet sent at `horizon` had arrived; p, sent before it by more
+    // than the slowest round trip of p's plane (which bounds its one-way
+    // delay), would have arrived first.
+    const TimeNs own_max = qp.plane_rtt[packet_plane(p)].max_ns;
+    return own_max != 0 && horizon != 0 && p.sent_ns + own_max + qp.rtt_min_ns / 4 + 1'000 < horizon;
+}
+
+TimeNs Engine::latest_delivered_send(const Qp& qp) noexcept {
+    return *std::max_element(qp.rack_sent_ns.begin(), qp.rack_sent_ns.end());
+}
+
+TimeNs Engine::reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo) const noexcept {
+    // Packets sent once (so the copy that arrived is known) that this SACK
+    // shows received: its bitmap's set bits, and the trigger when the echo
+    // names the transmission.
+    TimeNs h = 0;
+    const auto consider = [&](std::uint32_t psn) {
+        const std::int32_t age = psn_diff(qp.snd_nxt, psn);
+        if (age <= 0 || age > static_cast<std::int32_t>(qp.pkt_mask + 1)) return;
+        const TxPkt& t = qp.pkts[psn & qp.pkt_mask];
+        if (t.tx_count == 1) h = std::max(h, t.sent_ns);
+    };
+    const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
+    for (std::uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) consider(psn_add(base, std::countr_zero(bits)));
+    if (ts_echo != 0) {
+        const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
+        const std::int32_t age = psn_diff(qp.snd_nxt, trig);
+        if (age > 0 && age <= static_cast<std::int32_t>(qp.pkt_mask + 1) &&
+            ts_ticks(qp.pkts[trig & qp.pkt_mask].sent_ns) == ts_echo)
+            consider(trig);
+    }
+    return h;
+}
+
 void Engine::detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now) {
-    // RACK-style, across the EVs of a plane: a packet the SACK reports
-    // missing (its bit clear in the bitmap from cack + 1) is lost when a
-    // packet sent more than a window after it on the same plane, over any
-    // of the plane's T1s, has been delivered. A dead path's packets are thus
-    // found about a round trip after packets sent later arrive on its
-    // plane's other paths, without waiting for its EV timeout. Only reported
-    // PSNs are judged: a packet beyond the bitmap may have arrived unreported.
+    // RACK-style: a packet the SACK reports missing (its bit clear in the
+    // SACK's bitmap, whichever 64 PSNs it covers) is lost when a packet sent
+    // sufficiently later has been delivered:
+    //  - on the same plane, over any of its T1s, more than the plane's own
+    //    send-order window later: a dead path's packets are found about a
+    //    round trip after later packets arrive on the plane's other paths;
+    //  - on any plane, when the missing packet's plane has acknowledged
+    //    nothing for its slowest round trip (silent) and this same SACK
+    //    shows received a packet sent once more than that round trip after
+    //    it (+ min RTT / 4 + 1 µs): had the missing one survived, it would
+    //    have arrived first and been reported. A plane that died as a whole
+    //    delivers nothing to compare with, and without this its packets
+    //    waited for their EV timeouts while each held the receiver's
+    //    cumulative PSN and the send window filled (docs/PROTOCOL.md §11.3).
+    //    Only this SACK's own report bounds when it was built (SACKs cross
+    //    planes and arrive out of order), and a round trip bounds a one-way
+    //    delay whatever the planes' delays. The silence keeps a plane whose
+    //    queue grew past its slowest round trip so far (credit's grant
+    //    bursts, a T1's load moved onto the others) from being judged by
+    //    other planes: such a plane still acknowledges as its queue drains.
+    // Only reported PSNs are judged: a packet beyond the bitmap may have
+    // arrived unreported.
     if (!sack.valid) return;
-    std::uint64_t missing = ~sack.bitmap;  // bit k: PSN cack + 1 + k not received when the SACK left
-    const std::int32_t span = psn_diff(qp.snd_nxt, psn_add(sack.cack, 1));
+    std::uint64_t missing = ~sack.bitmap;  // bit k: PSN base + k not received when the SACK left
+    const std::int32_t span = psn_diff(qp.snd_nxt, sack.base);
     if (span <= 0) return;
     if (span < 64) missing &= (1ull << span) - 1;
     for (; missing != 0; missing &= missing - 1) {
-        const std::uint32_t psn = psn_add(sack.cack, 1 + std::countr_zero(missing));
-        if (psn_diff(psn, qp.snd_una) < 0) continue;
+        const std::uint32_t psn = psn_add(sack.base, std::countr_zero(missing));
+        if (psn_diff(psn, qp.snd_una) < 0 || psn_diff(psn, sack.cack) <= 0) continue;
         TxPkt& p = qp.pkt(psn);
         if (p.acked || p.lost || p.tx_count == 0) continue;
         const std::uint8_t plane = packet_plane(p);
         const TimeNs rack = qp.rack_sent_ns[plane];
-        if (rack == 0 || p.sent_ns + send_order_window(qp, plane) >= rack) continue;
+        const bool same_plane = rack != 0 && p.sent_ns + send_order_window(qp, plane) < rack;
+        const bool any_plane = overtaken_on_any_plane(qp, p, sack.horizon_ns) &&
+                               plane_silent(qp, plane, now);
+        if (!same_plane && !any_plane) continue;
         mark_lost(qp, psn, false);
         ++qp.stats.losses_send_order;
         EvSlot& slot = qp.paths.slot(p.ev_slot);
+        if (!same_plane) ++qp.stats.losses_send_order_cross_plane;
         if (slot.ev != p.ev) continue;  // its EV has left the slot already
         ++slot.counters.lost;
         // Losses concentrated on one EV retire it (a failing path, not
@@ -476,11 +566,8 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
     //    a reorder window after X was acknowledged.
     EvSlot& slot = qp.paths.slot(slot_index);
     const std::uint64_t x_seq = slot.last_acked_tx_seq;
-    bool proven_x = false;
-    if (sack.valid) {
-        const std::int32_t dx = psn_diff(slot.last_acked_psn, sack.cack);
-        proven_x = dx <= 0 || (dx <= 64 && ((sack.bitmap >> (dx - 1)) & 1u));  // bit k = cack + 1 + k
-    }
+    bool x_received = false;
+    const bool proven_x = sack.reports(slot.last_acked_psn, x_received) && x_received;
     bool retire = false;
     bool undecided = false;
     while (qp.paths.tracked(slot_index) > 0) {
@@ -496,11 +583,8 @@ bool Engine::infer_losses_on_path(Qp& qp, std::size_t slot_index, const SackView
             qp.paths.pop_tracked(slot_index);
             continue;
         }
-        bool proven = false;
-        if (proven_x) {
-            const std::int32_t dw = psn_diff(psn, sack.cack);
-            proven = dw >= 1 && dw <= 64 && !((sack.bitmap >> (dw - 1)) & 1u);
-        }
+        bool w_received = true;
+        const bool proven = proven_x && sack.reports(psn, w_received) && !w_received;
         const bool overdue = !proven && slot.suspect_ns != 0 && now >= slot.suspect_ns + reorder_window(qp);
         if (!proven && !overdue) {
             undecided = true;
@@ -658,7 +742,8 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     // The bitmap is only trusted from cack + 1: cumulative state then covers
     // everything below it.
     if (!stale) {
-        SackView view{s.sack_offset == 1, s.cack_psn, s.bitmap};
+        SackView view{.valid = true, .cack = s.cack_psn, .base = base, .bitmap = s.bitmap};
+        view.horizon_ns = reported_send_horizon(qp, s, cc_state.ts_echo);
         std::size_t keep = 0;
         for (std::size_t k = 0; k < qp.infer_pending.size(); ++k) {
             const std::uint16_t slot_index = qp.infer_pending[k];
@@ -873,8 +958,9 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             }
             // Overdue on this EV: everything still in flight on it is resent
             // elsewhere. The EV is retired when the path went silent (two or
-            // more of its packets unanswered) or its losses stand out from the
-            // QP's — not for one unlucky tail packet.
+            // more of its packets unanswered, or one that later packets
+            // overtook) or its losses stand out from the QP's — not for one
+            // unlucky tail packet.
             ++qp.stats.ev_timeouts;
             ++qp.paths.slot(i).counters.timeouts;
             bool retire = false;
@@ -891,7 +977,15 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
                     ++silent;
                 }
             }
-            retire |= silent >= 2;
+            // One packet alone retires the EV too when packets sent a
+            // reorder window after it, on any path, were delivered and
+            // nothing on this EV was acknowledged since it left: the path,
+            // not the tail of a burst, went silent (a plane dead behind the
+            // NIC gives each of its EVs one or two packets a rotation).
+            const EvSlot& sl = qp.paths.slot(i);
+            const bool overtaken = overtaken_on_any_plane(qp, p, latest_delivered_send(qp)) &&
+                                   (sl.acked_ev != sl.ev || sl.last_ack_ns <= p.sent_ns);
+            retire |= silent >= 2 || (silent == 1 && overtaken);
             qp.paths.clear_tracked(i);
             // A silent path is a failure, not congestion: the window stays
             // (delay, ECN and trims are NSCC's congestion signals).

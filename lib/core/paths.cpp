@@ -292,7 +292,7 @@ std::uint32_t PathSet::stand_in(std::uint32_t plane, std::uint32_t avoid_group, 
     return fresh_ev(plane, group, rng);
 }
 
-bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask) {
+bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask, const SlotHook& before_park) {
     if (!manages_paths()) return false;
     EvSlot& s = slots_[slot];
     const std::uint16_t group = group_of(s.ev);
@@ -304,14 +304,22 @@ bool PathSet::retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane
     ++retirements_;
     ++s.counters.retirements;
     // Groups not known: a plane's worth of retirements in a row with no
-    // acknowledgement on it means the plane failed, not the paths. Park the
-    // slot instead of feeding it stand-ins that would fail the same way; a
-    // probe answer brings it back. (Where groups are known, stand-ins leave
-    // failed groups, and a failed plane, by themselves.)
+    // acknowledgement on it means the plane failed, not the paths. Park its
+    // slots, all of them, instead of feeding them stand-ins that would fail
+    // the same way; a probe answer on the plane brings them back. (Where
+    // groups are known, stand-ins leave failed groups, and a failed plane,
+    // by themselves.)
     const std::uint32_t per_plane = static_cast<std::uint32_t>(slots_.size()) / planes_;
     if (t1s_ == 0 && ++retire_streak_[s.plane] >= per_plane) {
+        const std::uint8_t plane = s.plane;
         s.parked = true;
         reset_slot(slot, s.ev);
+        for (std::size_t i = 0; i < slots_.size(); ++i) {
+            if (i == slot || slots_[i].parked || slots_[i].plane != plane) continue;
+            if (before_park) before_park(i);
+            slots_[i].parked = true;
+            reset_slot(i, slots_[i].ev);
+        }
         return true;
     }
     const std::uint32_t ev = stand_in(s.plane, group, now, plane_mask, rng);
@@ -480,11 +488,14 @@ std::uint32_t PathSet::on_probe_answer(std::uint32_t ev, std::uint16_t probe_id,
     // Groups not known: the plane answers again, so parked slots of it come
     // back, with stand-ins where their own EV is still out. (Groups known:
     // a parked slot waits for its home EV, restored above.)
+    // A slot parked with its plane, its own EV never retired, keeps that EV.
     for (std::size_t i = 0; i < slots_.size() && t1s_ == 0; ++i) {
-        if (!slots_[i].parked || slots_[i].plane != plane) continue;
-        slots_[i].parked = false;
+        EvSlot& s = slots_[i];
+        if (!s.parked || s.plane != plane) continue;
+        s.parked = false;
         if (before_reset) before_reset(i);
-        reset_slot(i, stand_in(plane, group_of(slots_[i].ev), now, ~0u, rng));
+        const bool out = std::any_of(bad_.begin(), bad_.end(), [&](const BadEv& b) { return b.ev == s.ev; });
+        reset_slot(i, out ? stand_in(plane, group_of(s.ev), now, ~0u, rng) : s.ev);
     }
     return restored;
 }

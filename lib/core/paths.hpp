@@ -171,7 +171,12 @@ public:
     /// (plane, T1) of a usable plane (`plane_mask`) with the fewest slots
     /// that did not fail recently, whatever its plane (docs/PROTOCOL.md §11.5:
     /// healthy T1s carry equal shares, not planes). Otherwise: of the same plane.
-    bool retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask = ~0u);
+    /// Groups not known: the retirement that completes a plane's streak (a
+    /// plane's worth of retirements with no acknowledgement on it) parks
+    /// every slot of the plane, calling `before_park` with each other slot
+    /// while its tracking ring still holds what was sent on it.
+    bool retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask = ~0u,
+                const SlotHook& before_park = {});
     /// Operator denial: the EV leaves the active set for good (until allowed).
     bool deny(std::uint32_t ev, Rng& rng);
 

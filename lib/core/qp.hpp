@@ -98,6 +98,8 @@ struct Qp {
     /// Per plane: latest send time of a packet sent once and acknowledged
     /// (planes may differ in delay; T1 paths of a plane do not by design).
     std::array<TimeNs, kMaxPlanes> rack_sent_ns{};
+    /// Per plane: when a packet sent once on it was last acknowledged (0 = never).
+    std::array<TimeNs, kMaxPlanes> plane_ack_ns{};
     /// Per plane (kMaxPlanes entries once the QP has sent; empty before).
     std::vector<PlaneCounters> plane_counters;
     std::uint32_t untracked = 0;    ///< packets in flight whose transmission no EV ring tracks (the window sweep covers them)

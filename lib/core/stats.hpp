@@ -39,6 +39,7 @@ enum class PathEventKind : std::uint8_t {
     peer_ports,       ///< a peer said which of its ports are up (`count` = its plane mask)
 };
 enum class RetireCause : std::uint8_t { none, path_order, send_order, timeout, always_skip, with_group, path_alarm };
+inline constexpr std::size_t kRetireCauses = 7;  ///< RetireCause values
 const char* to_string(PathEventKind k) noexcept;
 const char* to_string(RetireCause c) noexcept;
 
@@ -94,10 +95,14 @@ struct QpStats {
     std::uint64_t losses_path_order = 0;  ///< losses inferred from a later packet on the same EV
     std::uint64_t losses_timeout = 0;     ///< packets declared lost by an EV timeout or the QP scan
     std::uint64_t losses_send_order = 0;  ///< packets overtaken by a later-sent packet acknowledged on any EV
+    std::uint64_t losses_send_order_cross_plane = 0;  ///< of those, found only against another plane's (a plane silent as a whole)
     std::uint64_t resent_on_retirement = 0;  ///< packets in flight on an EV when it was retired (resent at once)
     std::uint64_t ev_timeouts = 0;
     std::uint64_t ev_retirements = 0;
     std::uint64_t ev_retirements_with_group = 0;  ///< of those: EVs that left with another of their (plane, T1)
+    /// ev_retirements by RetireCause (index: the enum's value; `none` stays 0).
+    std::array<std::uint64_t, kRetireCauses> ev_retirements_by_cause{};
+    std::uint64_t ev_parked_with_plane = 0;  ///< slots parked, not retired, when their plane's streak completed (groups not known)
     std::uint64_t ev_restorations = 0;
     std::uint64_t probes_sent = 0;
     std::uint64_t probe_answers = 0;

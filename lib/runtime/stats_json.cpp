@@ -204,6 +204,8 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"sacks_received", s.sacks_received},       {"nacks_received", s.nacks_received},
         {"trims_nacked", s.trims_nacked},           {"ecn_echoes", s.ecn_echoes},
         {"losses_path_order", s.losses_path_order}, {"losses_timeout", s.losses_timeout},
+        {"losses_send_order", s.losses_send_order}, {"losses_send_order_cross_plane", s.losses_send_order_cross_plane},
+        {"ev_parked_with_plane", s.ev_parked_with_plane},
         {"ev_timeouts", s.ev_timeouts},             {"ev_retirements", s.ev_retirements},
         {"ev_restorations", s.ev_restorations},     {"probes_sent", s.probes_sent},
         {"probe_answers", s.probe_answers},         {"send_completions", s.send_completions},
@@ -216,6 +218,10 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"penalties_received", s.penalties_received}, {"transport_acks_received", s.transport_acks_received},
         {"transport_acks_sent", s.transport_acks_sent}, {"ev_probes_sent", s.ev_probes_sent},
         {"ev_probe_answers", s.ev_probe_answers},   {"last_ev_probe_rtt_ns", s.last_ev_probe_rtt_ns}};
+    // Why each retirement happened (RetireCause names; `none` never counts).
+    nlohmann::json& causes = stats["ev_retirements_by_cause"] = nlohmann::json::object();
+    for (std::size_t c = 1; c < core::kRetireCauses; ++c)
+        causes[core::to_string(static_cast<core::RetireCause>(c))] = s.ev_retirements_by_cause[c];
     nlohmann::json evs = nlohmann::json::array();
     for (std::size_t i = 0; i < qp.paths.size(); ++i) evs.push_back(ev_json(i, qp.paths.slot(i)));
     nlohmann::json bad = nlohmann::json::array();

@@ -117,6 +117,8 @@ TEST_CASE("row 10b per mode: one T1 of one plane lost and returned", "[fault][fa
             const double after = transfer_rate(h, a, bytes, seed + 2, 0x5ED002 + seed);
             const auto& st = h.engines[0]->find_qp(a)->stats;
             CAPTURE(before, during, after, st.ev_retirements, st.ev_restorations, st.data_pkts_resent);
+            CAPTURE(st.losses_send_order, st.losses_send_order_cross_plane, st.losses_path_order, st.losses_timeout,
+                    st.ev_retirements_by_cause);
             // Adaptive spraying over all 4 T1s loses 1/32 of its EVs. A plan of
             // T1s 1 and 2 loses half of plane 5's slots (1/16 of all): T1 1
             // already carries as many of them as any T1 may, so they park
