@@ -79,6 +79,12 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
         j["tracked_after_over_before"] = r.tracked_gbps_after / r.tracked_gbps_before;
     }
     j["ev_retirements"] = r.ev_retirements;
+    for (std::size_t c = 1; c < core::kRetireCauses; ++c)
+        j["ev_retirements_by_cause"][core::to_string(static_cast<core::RetireCause>(c))] = r.ev_retirements_by_cause[c];
+    j["losses_timeout_pkts"] = r.losses_timeout;
+    j["losses_send_order_pkts"] = r.losses_send_order;
+    j["losses_send_order_cross_plane_pkts"] = r.losses_send_order_cross_plane;
+    j["losses_path_order_pkts"] = r.losses_path_order;
     j["path_alarms_sent"] = r.path_alarms_sent;
     j["path_alarms_believed"] = r.path_alarms_believed;
     j["stale_path_starts"] = r.stale_path_starts;

@@ -715,6 +715,11 @@ void Runner::summarise_counters(Result& r) const {
         if (qp == nullptr) continue;
         r.retransmits += qp->stats.data_pkts_resent;
         r.ev_retirements += qp->stats.ev_retirements;
+        for (std::size_t c = 0; c < core::kRetireCauses; ++c) r.ev_retirements_by_cause[c] += qp->stats.ev_retirements_by_cause[c];
+        r.losses_timeout += qp->stats.losses_timeout;
+        r.losses_send_order += qp->stats.losses_send_order;
+        r.losses_send_order_cross_plane += qp->stats.losses_send_order_cross_plane;
+        r.losses_path_order += qp->stats.losses_path_order;
         if (qp->plane_counters.empty()) continue;
         // How far each QP's active set is, at the end, from its split at the start.
         std::uint32_t away = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/stats.hpp"
 #include "drivers/sim/network.hpp"
 #include "drivers/sim/rnl.hpp"
 #include "drivers/sim/topology.hpp"
@@ -99,6 +100,12 @@ struct Result {
     std::uint64_t last_hop_queue_peak_bytes = 0;
     std::uint64_t fabric_queue_peak_bytes = 0;
     std::uint64_t ev_retirements = 0;
+    /// ev_retirements by core::RetireCause (index: the enum's value).
+    std::array<std::uint64_t, core::kRetireCauses> ev_retirements_by_cause{};
+    std::uint64_t losses_timeout = 0;        ///< packets found lost by EV timeouts and the window sweep
+    std::uint64_t losses_send_order = 0;     ///< by send order (of which across planes: next)
+    std::uint64_t losses_send_order_cross_plane = 0;
+    std::uint64_t losses_path_order = 0;
     std::uint64_t path_alarms_sent = 0;      ///< PATH_ALARMs engines sent to peers (peer_path_alarms)
     std::uint64_t path_alarms_believed = 0;  ///< PATH_ALARMs engines raised as their own alarm
     std::uint64_t stale_path_starts = 0;     ///< times a stale slot was used again (EngineConfig::stale_path_packets)
