@@ -14,6 +14,7 @@
 #   ecmp      --policy ecmp       one path per connection (classic RoCE)
 #   planned   --policy planned    NSLB: a controller's conflict-free plan
 #   rnl       --policy rnl        RNL: scored paths, incremental migration
+#   reps      --policy reps       UET REPS: clean EVs recycled, new ones explored, frozen on failure
 #   dcqcn     --cc dcqcn          adaptive spraying under DCQCN
 #   hpcc      --cc hpcc           adaptive spraying under HPCC (INT)
 #   credit    --cc credit         adaptive spraying, receiver credit (GSE/RCCC)
@@ -27,7 +28,7 @@ set -euo pipefail
 BIN=build/release/bench/fabric/omrc-fabric
 OUT=build/release/fabric-compare
 S=bench/fabric/scenarios
-MODES="adaptive spray ecmp planned rnl dcqcn hpcc credit ddc ddc_adaptive"
+MODES="adaptive spray ecmp planned rnl reps dcqcn hpcc credit ddc ddc_adaptive"
 SCENARIOS="$S/perm_1024.toml $S/perm_1024_t1_loss.toml $S/perm_1024_link_flap.toml
 $S/link_flap_allreduce_base.toml $S/t1_loss_allreduce.toml $S/link_flap_allreduce.toml
 $S/all_to_all_64.toml $S/all_to_all_64_t1_loss.toml $S/all_to_all_64_link_flap.toml
@@ -43,7 +44,7 @@ while (($#)); do
     --scenarios) SCENARIOS=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --reuse) REUSE=1; shift ;;
-    -h|--help) sed -n '3,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '3,27p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +53,7 @@ command -v python3 >/dev/null || { echo "compare.sh: needs python3 (scripts/deps
 
 mode_args() {
   case $1 in
-    adaptive|spray|ecmp|planned|rnl) echo "--policy $1" ;;
+    adaptive|spray|ecmp|planned|rnl|reps) echo "--policy $1" ;;
     dcqcn|hpcc|credit) echo "--cc $1" ;;
     ddc) echo "--routing ddc --policy ecmp" ;;
     ddc_adaptive) echo "--routing ddc --policy adaptive" ;;

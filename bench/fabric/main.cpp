@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     app.add_option("scenario", scenario, "scenario file (.toml or .json), e.g. bench/fabric/scenarios/perm_1024.toml")
         ->required()
         ->check(CLI::ExistingFile);
-    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive, planned (a conflict-free T1 per flow and plane, computed from the topology and workload) or rnl (a hashed T1 per flow and plane; a controller scores links and moves the worst flows, a few per interval)");
+    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive, planned (a conflict-free T1 per flow and plane, computed from the topology and workload), rnl (a hashed T1 per flow and plane; a controller scores links and moves the worst flows, a few per interval) or reps (UET REPS: EVs recycled while their ACKs come back clean, fresh ones explored otherwise, exploration frozen after a failure)");
     app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn, hpcc (INT stamping on) or credit (receiver credit)");
     app.add_option("--routing", routing, "switch routing, overrides the scenario: usid (SRv6 frames), ecmp (plain frames, switches hash the EV), ev_path (plain frames, the EV's path bits name each uplink: placed paths on any topology, the fat tree included) or ddc (a distributed disaggregated chassis per plane: VOQs, credits, cells, in-order delivery; clos and leaf_spine)");
     app.add_flag("--json", json, "print the summary as one JSON object");

@@ -21,6 +21,7 @@ const char* policy_name(core::PathPolicy p) {
         case core::PathPolicy::adaptive: return "adaptive";
         case core::PathPolicy::planned: return "planned";
         case core::PathPolicy::rnl: return "rnl";
+        case core::PathPolicy::reps: return "reps";
     }
     return "unknown";
 }
@@ -88,6 +89,9 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["path_alarms_sent"] = r.path_alarms_sent;
     j["path_alarms_believed"] = r.path_alarms_believed;
     j["stale_path_starts"] = r.stale_path_starts;
+    j["reps_explored"] = r.reps_explored;
+    j["reps_recycled"] = r.reps_recycled;
+    j["reps_freezes"] = r.reps_freezes;
     j["plan_max_link_sharing"] = r.plan_max_link_sharing;
     j["slots_off_plan"] = r.slots_off_plan;
     j["replans"] = r.replans;

@@ -287,7 +287,8 @@ core::PathPolicy parse_policy(const std::string& name) {
     if (name == "adaptive") return core::PathPolicy::adaptive;
     if (name == "planned") return core::PathPolicy::planned;
     if (name == "rnl") return core::PathPolicy::rnl;
-    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive, planned or rnl, got '{}'", name));
+    if (name == "reps") return core::PathPolicy::reps;
+    throw std::runtime_error(fmt::format("policy must be ecmp, spray, adaptive, planned, rnl or reps, got '{}'", name));
 }
 
 sim::RoutingMode parse_routing(const std::string& name) {

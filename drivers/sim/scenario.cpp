@@ -727,6 +727,9 @@ void Runner::summarise_counters(Result& r) const {
         r.ev_slots_away_from_home += away;
         r.ev_bad_at_end += qp->paths.bad().size();
         r.stale_path_starts += qp->paths.stale_starts();
+        r.reps_explored += qp->paths.reps_explored();
+        r.reps_recycled += qp->paths.reps_recycled();
+        r.reps_freezes += qp->paths.reps_freezes();
         for (std::size_t i = 0; i < qp->paths.size(); ++i) {
             const core::EvSlot& s = qp->paths.slot(i);
             if (!s.parked && !qp->paths.in_plan(s.plane, qp->paths.group_of(s.ev))) ++r.slots_off_plan;

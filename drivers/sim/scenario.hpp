@@ -109,6 +109,9 @@ struct Result {
     std::uint64_t path_alarms_sent = 0;      ///< PATH_ALARMs engines sent to peers (peer_path_alarms)
     std::uint64_t path_alarms_believed = 0;  ///< PATH_ALARMs engines raised as their own alarm
     std::uint64_t stale_path_starts = 0;     ///< times a stale slot was used again (EngineConfig::stale_path_packets)
+    std::uint64_t reps_explored = 0;         ///< policy reps: fresh EVs drawn (no clean one to recycle)
+    std::uint64_t reps_recycled = 0;         ///< policy reps: EVs used again after a clean acknowledgement
+    std::uint64_t reps_freezes = 0;          ///< policy reps: exploration frozen after an EV timeout
     /// Policy planned: most connections any of the job's plans (the first,
     /// and those after failures) puts on one T0-T1 link of a plane
     /// (1: conflict-free); 0 without a plan.

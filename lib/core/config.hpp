@@ -31,6 +31,14 @@ enum class PathPolicy : std::uint8_t {
     /// starts from a hash mapping and moves only the worst-scoring
     /// connections, a few per interval (docs/DESIGNS.md).
     rnl,
+    /// UET 1.0's REPS (recycled entropy packet spraying) over the slot
+    /// rotation: a slot's EV is used again while its acknowledgements come
+    /// back clean; one marked (ECN), trimmed or lost is dropped and the slot
+    /// explores a fresh EV of its plane. An EV timeout (a failure) freezes
+    /// exploration for EngineConfig::reps_freeze_ns: slots that drop their EV
+    /// then take one recycled from a slot of the plane acknowledged cleanly.
+    /// No retirement, no probes (docs/DESIGNS.md).
+    reps,
 };
 
 /// Whether a policy sprays only over the T1s of a controller's plan.
@@ -169,6 +177,8 @@ struct EngineConfig {
     /// 255 (larger values count as 255).
     /// docs/PROTOCOL.md §11.5.
     std::uint32_t stale_path_packets = 2;
+    /// Policy reps: how long an EV timeout freezes exploration (ns).
+    std::uint64_t reps_freeze_ns = 100'000;
     std::uint32_t ev_track_depth = 16;         ///< packets tracked per EV for path-order loss inference
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down
 

@@ -149,7 +149,8 @@ private:
     void untrack_slot(Qp& qp, std::size_t slot);
     /// Round trip of the transmission the SACK's trigger echo names, or 0.
     TimeNs rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
-    void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes);
+    /// `marked`: the packet arrived with ECN CE (the SACK's trigger, with M = SKIP_ONCE).
+    void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes, bool marked = false);
     /// Evidence from one SACK: its cumulative PSN and the bitmap from cack + 1
     /// (bit k = PSN cack + 1 + k)
     /// (valid = false when the SACK's bitmap starts elsewhere, or for timers).

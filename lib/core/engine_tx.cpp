@@ -93,6 +93,12 @@ void Engine::send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, Ti
 }
 
 int Engine::select_slot(Qp& qp, std::uint32_t planes, TimeNs now) {
+    if (qp.paths.policy() == PathPolicy::reps) {
+        // The rotation gives the plane; REPS the EV (recycled or explored).
+        // A slot whose EV changes hands what it tracked to the window sweep.
+        return qp.paths.reps_choose(qp.paths.select(planes, rng_), now, rng_,
+                                    [&](std::size_t slot) { untrack_slot(qp, slot); });
+    }
     if (cfg_.stale_path_packets == 0) return qp.paths.select(planes, rng_);
     // Stale: not acknowledged for two of the slowest round trips, and never
     // sooner than the EV timeout's floor (an endpoint's own stalls last that
@@ -372,7 +378,7 @@ void Engine::retire_slot(Qp& qp, std::size_t slot, TimeNs now, RetireCause cause
     }
 }
 
-void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes) {
+void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes, bool marked) {
     TxPkt& p = qp.pkt(psn);
     if (p.acked || p.tx_count == 0) return;
     p.acked = true;
@@ -406,6 +412,7 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     }
     ++slot.counters.acked;
     qp.paths.note_ack(p.ev_slot, p.ev, now);
+    qp.paths.reps_ack(p.ev, marked);  // policy reps: a clean entropy is recycled
     (void)qp.paths.record_outcome(p.ev_slot, false);
     if (p.tx_seq > slot.last_acked_tx_seq) {
         slot.last_acked_tx_seq = p.tx_seq;
@@ -730,14 +737,19 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     std::uint64_t acked_bytes = 0;
     const bool stale = psn_diff(s.cack_psn, qp.snd_una) < -1;
     if (stale) ++stats_.rx_drops[static_cast<std::size_t>(DropReason::stale_ack)];
+    // A CE-marked packet makes the receiver acknowledge at once, with it as
+    // the trigger: every other packet a SACK acknowledges arrived unmarked.
+    const std::uint32_t marked_psn = s.skip == wire::SackSkip::skip_once && !probe_answer
+                                         ? psn_add(s.cack_psn, s.ack_psn_offset)
+                                         : psn_add(qp.snd_nxt, 1);  // none
     if (!stale)
         for (std::uint32_t psn = qp.snd_una; psn_diff(psn, s.cack_psn) <= 0; psn = psn_add(psn, 1))
-            ack_packet(qp, psn, now, acked_bytes);
+            ack_packet(qp, psn, now, acked_bytes, psn == marked_psn);
     for (std::uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) {
         const int k = std::countr_zero(bits);  // bit k = base + k
         const std::uint32_t psn = psn_add(base, k);
         if (psn_diff(psn, qp.snd_una) < 0) continue;
-        ack_packet(qp, psn, now, acked_bytes);
+        ack_packet(qp, psn, now, acked_bytes, psn == marked_psn);
     }
     // M: skip (or give up) the EV that carried the triggering packet. Only
     // an EV the triggering packet really took counts.
@@ -1002,6 +1014,8 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
             // A silent path is a failure, not congestion: the window stays
             // (delay, ECN and trims are NSCC's congestion signals).
             if (retire) retire_slot(qp, i, now, RetireCause::timeout);
+            // REPS: a failure; explore nothing new for a while.
+            if (qp.paths.policy() == PathPolicy::reps) qp.paths.reps_freeze(now + cfg_.reps_freeze_ns);
             break;
         }
     }

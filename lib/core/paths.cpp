@@ -82,6 +82,9 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
         s.parked = !in_plan(s.plane, group);  // a plane the plan gives the QP no path in
     }
     fifo_.assign(slots_.size() * depth_, 0);
+    reps_ring_.assign(policy_ == PathPolicy::reps ? planes_ : 0, std::vector<std::uint32_t>(per_plane, 0));
+    reps_head_.assign(reps_ring_.size(), 0);
+    reps_count_.assign(reps_ring_.size(), 0);
     backup_.clear();
     for (std::uint32_t b = 0; b < backups; ++b) {
         const std::uint32_t plane = b % planes_;
@@ -345,6 +348,48 @@ void PathSet::reset_slot(std::size_t slot, std::uint32_t ev) noexcept {
     s.suspect_ns = 0;
     s.loss_ewma = 0.0;
     clear_tracked(slot);
+}
+
+int PathSet::reps_choose(int slot, TimeNs now, Rng& rng, const SlotHook& before_reset) {
+    if (slot < 0 || policy_ != PathPolicy::reps) return slot;
+    const std::uint8_t plane = slots_[static_cast<std::size_t>(slot)].plane;
+    std::vector<std::uint32_t>& ring = reps_ring_[plane];
+    std::uint32_t& head = reps_head_[plane];
+    std::uint32_t& count = reps_count_[plane];
+    const auto cap = static_cast<std::uint32_t>(ring.size());
+    std::uint32_t ev = 0;
+    if (count > 0) {
+        ev = ring[head];
+        head = (head + 1) % cap;
+        --count;
+        ++reps_recycled_;
+        if (now < reps_frozen_until_) {  // frozen: the known-good entropies are cycled, not used up
+            ring[(head + count) % cap] = ev;
+            ++count;
+        }
+    } else {
+        ev = fresh_ev(plane, t1s_ != 0 ? static_cast<std::uint32_t>(rng.below(t1s_)) : 0, rng);
+        ++reps_explored_;
+    }
+    // A slot that holds the EV already carries the packet: the packets on
+    // one EV stay on one slot, in order.
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].ev == ev && !slots_[i].parked) return static_cast<int>(i);
+    const auto s = static_cast<std::size_t>(slot);
+    if (before_reset) before_reset(s);
+    reset_slot(s, ev);
+    return slot;
+}
+
+void PathSet::reps_ack(std::uint32_t ev, bool marked) {
+    if (policy_ != PathPolicy::reps || marked) return;  // a marked entropy is dropped
+    const std::uint32_t plane = routing::ev_plane(ev);
+    if (plane >= reps_ring_.size()) return;
+    std::vector<std::uint32_t>& ring = reps_ring_[plane];
+    const auto cap = static_cast<std::uint32_t>(ring.size());
+    if (reps_count_[plane] == cap) return;  // full: the ring keeps what it has
+    ring[(reps_head_[plane] + reps_count_[plane]) % cap] = ev;
+    ++reps_count_[plane];
 }
 
 bool PathSet::deny(std::uint32_t ev, Rng& rng) {

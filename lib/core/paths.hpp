@@ -11,6 +11,7 @@
 // group and every EV is its own path.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -177,6 +178,28 @@ public:
     /// while its tracking ring still holds what was sent on it.
     bool retire(std::size_t slot, TimeNs now, Rng& rng, std::uint32_t plane_mask = ~0u,
                 const SlotHook& before_park = {});
+    /// Policy reps (UET 1.0's recycled entropy packet spraying). Each plane
+    /// keeps a FIFO of EVs whose packets were acknowledged clean (no ECN):
+    /// the next packet of the plane takes the oldest (the entropy is
+    /// recycled once per clean acknowledgement, so fast paths carry more);
+    /// when the FIFO is empty it explores a fresh EV. A failure freezes
+    /// exploration: until then a taken EV goes back to the FIFO's end (the
+    /// known-good ones are cycled) and a fresh one is drawn only when the
+    /// plane has none. The EV goes into the slot the rotation chose; where
+    /// another slot already holds it, that slot carries the packet instead
+    /// (its path-order tracking stays valid). `before_reset` runs on a slot
+    /// about to change EV. Returns the slot to send on.
+    int reps_choose(int slot, TimeNs now, Rng& rng, const SlotHook& before_reset);
+    /// Policy reps: a packet sent once on `ev` was acknowledged; `marked`: with ECN.
+    void reps_ack(std::uint32_t ev, bool marked);
+    /// Policy reps: a failure was detected (an EV timeout); no exploration until `until`.
+    void reps_freeze(TimeNs until) noexcept {
+        if (until > reps_frozen_until_) ++reps_freezes_;
+        reps_frozen_until_ = std::max(reps_frozen_until_, until);
+    }
+    [[nodiscard]] std::uint64_t reps_explored() const noexcept { return reps_explored_; }
+    [[nodiscard]] std::uint64_t reps_recycled() const noexcept { return reps_recycled_; }
+    [[nodiscard]] std::uint64_t reps_freezes() const noexcept { return reps_freezes_; }
     /// Operator denial: the EV leaves the active set for good (until allowed).
     bool deny(std::uint32_t ev, Rng& rng);
 
@@ -230,6 +253,13 @@ public:
 
 private:
     std::uint64_t stale_starts_ = 0;  ///< see stale_starts()
+    TimeNs reps_frozen_until_ = 0;    ///< reps: exploration frozen before this time
+    std::uint64_t reps_explored_ = 0; ///< reps: fresh EVs drawn
+    std::uint64_t reps_recycled_ = 0; ///< reps: EVs taken again from the clean FIFO
+    std::uint64_t reps_freezes_ = 0;  ///< reps: freezes begun or extended
+    /// reps: per plane, a ring of EVs acknowledged clean (oldest first); capacity = slots per plane.
+    std::vector<std::vector<std::uint32_t>> reps_ring_;
+    std::vector<std::uint32_t> reps_head_, reps_count_;  ///< per plane: the ring's first entry and its size
     /// A fresh EV of `plane` in `group` (any path where groups are not known).
     std::uint32_t fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& rng);
     /// The EV a slot of `plane` takes when its own is out: see retire().

@@ -17,6 +17,7 @@ const char* to_string(core::PathPolicy p) noexcept {
         case core::PathPolicy::adaptive: return "adaptive";
         case core::PathPolicy::planned: return "planned";
         case core::PathPolicy::rnl: return "rnl";
+        case core::PathPolicy::reps: return "reps";
     }
     return "unknown";
 }
@@ -245,6 +246,8 @@ nlohmann::json qp_json(const core::Qp& qp) {
             {"paths",
              {{"policy", to_string(qp.paths.policy())},
               {"backups", qp.paths.backups()}, {"stale_starts", qp.paths.stale_starts()},
+              {"reps_explored", qp.paths.reps_explored()}, {"reps_recycled", qp.paths.reps_recycled()},
+              {"reps_freezes", qp.paths.reps_freezes()},
               {"retirements", qp.paths.retirements()},
               {"restorations", qp.paths.restorations()},
               {"parked", qp.paths.parked()},

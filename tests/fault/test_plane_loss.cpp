@@ -105,7 +105,7 @@ TEST_CASE("plane loss: 2, 4 and 8 planes cost only the dark plane's share", "[fa
 }
 
 TEST_CASE("plane loss: a plane that dies and comes back twice", "[fault][plane_loss]") {
-    Options o = scenario(8, 1ull << 30);
+    Options o = scenario(8, 1ull << 29);
     o.outages = {Outage{0.2, 0.35}, Outage{0.5, 0.65}};
     check(o);
 }

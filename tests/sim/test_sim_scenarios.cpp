@@ -88,6 +88,29 @@ TEST_CASE("figure_a_e__ecmp_collisions_vs_spraying_on_a_permutation", "[sim]") {
     REQUIRE(spray.t0_t1_util_cov <= 0.10 * ecmp.t0_t1_util_cov);
 }
 
+TEST_CASE("reps__recycles_clean_evs_on_a_hashed_fabric_and_retires_nothing", "[sim]") {
+    // UET's REPS against adaptive spraying on switches that hash the EV
+    // (nothing placed): both within the same bound of the ideal FCT, no EV
+    // retired on a fabric that drops nothing, and REPS reuses far more
+    // entropies than it explores (its buffer fills from clean ACKs).
+    ScenarioConfig c = permutation_128(core::PathPolicy::reps);
+    c.routing = RoutingMode::ecmp;
+    const Result reps = run_scenario(c);
+    c.policy = core::PathPolicy::adaptive;
+    const Result adaptive = run_scenario(c);
+    REQUIRE(reps.completed);
+    REQUIRE(adaptive.completed);
+    INFO("reps p99/ideal " << reps.fct_p99_over_ideal << " (explored " << reps.reps_explored << ", recycled "
+                           << reps.reps_recycled << "), adaptive " << adaptive.fct_p99_over_ideal << ", drops "
+                           << reps.drops << " / " << adaptive.drops);
+    CHECK(reps.qp_errors == 0);
+    CHECK(reps.fct_p99_over_ideal <= 1.5);
+    CHECK(adaptive.fct_p99_over_ideal <= 1.5);
+    CHECK(reps.reps_recycled > 4 * reps.reps_explored);
+    if (adaptive.drops == 0) CHECK(adaptive.ev_retirements == 0);
+    CHECK(reps.ev_retirements == 0);
+}
+
 TEST_CASE("planned__a_conflict_free_plan_gives_every_flow_its_ideal_time", "[sim]") {
     // NSLB-style: a controller that knows the permutation gives every
     // T1-crossing connection its own T0-T1 links; flows then share nothing

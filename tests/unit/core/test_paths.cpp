@@ -506,3 +506,73 @@ TEST_CASE("PathSet::replan__slots_move_to_the_new_plan", "[unit][core]") {
     a.replan(next, rng);
     CHECK(a.slot(0).ev == ev0);
 }
+
+TEST_CASE("PathSet::reps_choose__explores_until_an_ev_comes_back_clean_then_recycles_it", "[core]") {
+    Rng rng(7);
+    PathSet s = make(PathPolicy::reps, 2, 8);
+    // Nothing acknowledged yet: every packet explores a fresh EV of the rotation's plane.
+    std::set<std::uint32_t> seen;
+    for (int k = 0; k < 8; ++k) {
+        const int slot = s.reps_choose(s.select(0x3, rng), 0, rng, {});
+        REQUIRE(slot >= 0);
+        CHECK(ev_plane(s.slot(static_cast<std::size_t>(slot)).ev) == s.slot(static_cast<std::size_t>(slot)).plane);
+        seen.insert(s.slot(static_cast<std::size_t>(slot)).ev);
+    }
+    CHECK(s.reps_explored() == 8);
+    CHECK(seen.size() == 8);
+    // One EV of plane 0 comes back clean, one marked: only the clean one is used again.
+    std::uint32_t clean = 0, marked = 0;
+    for (std::uint32_t ev : seen) {
+        if (ev_plane(ev) != 0) continue;
+        if (clean == 0) clean = ev;
+        else if (marked == 0) marked = ev;
+    }
+    s.reps_ack(clean, false);
+    s.reps_ack(marked, true);
+    bool recycled = false;
+    for (int k = 0; k < 2 && !recycled; ++k) {  // the rotation alternates planes
+        const int slot = s.reps_choose(s.select(0x3, rng), 0, rng, {});
+        recycled = s.slot(static_cast<std::size_t>(slot)).ev == clean;
+        CHECK(s.slot(static_cast<std::size_t>(slot)).ev != marked);
+    }
+    CHECK(recycled);
+    CHECK(s.reps_recycled() == 1);
+    // Used up: the next packet of plane 0 explores again.
+    const std::uint64_t explored = s.reps_explored();
+    for (int k = 0; k < 2; ++k) (void)s.reps_choose(s.select(0x3, rng), 0, rng, {});
+    CHECK(s.reps_explored() == explored + 2);
+}
+
+TEST_CASE("PathSet::reps_freeze__cycles_the_clean_evs_and_explores_none_while_frozen", "[core]") {
+    Rng rng(9);
+    PathSet s = make(PathPolicy::reps, 1, 8);
+    std::vector<std::uint32_t> good;
+    for (int k = 0; k < 3; ++k) {
+        const int slot = s.reps_choose(s.select(0x1, rng), 0, rng, {});
+        good.push_back(s.slot(static_cast<std::size_t>(slot)).ev);
+    }
+    for (std::uint32_t ev : good) s.reps_ack(ev, false);
+    s.reps_freeze(1'000);
+    CHECK(s.reps_freezes() == 1);
+    const std::uint64_t explored = s.reps_explored();
+    std::map<std::uint32_t, int> uses;
+    for (int k = 0; k < 30; ++k) ++uses[s.slot(static_cast<std::size_t>(s.reps_choose(s.select(0x1, rng), 500, rng, {}))).ev];
+    CHECK(s.reps_explored() == explored);  // frozen: nothing new
+    REQUIRE(uses.size() == 3);
+    for (std::uint32_t ev : good) CHECK(uses[ev] == 10);  // cycled evenly
+    // Thawed: each clean EV is used once more, then exploration resumes.
+    for (int k = 0; k < 4; ++k) (void)s.reps_choose(s.select(0x1, rng), 2'000, rng, {});
+    CHECK(s.reps_explored() == explored + 1);
+}
+
+TEST_CASE("PathSet::reps_choose__a_slot_already_holding_the_ev_carries_the_packet", "[core]") {
+    Rng rng(11);
+    PathSet s = make(PathPolicy::reps, 1, 4);
+    const int first = s.reps_choose(s.select(0x1, rng), 0, rng, {});
+    const std::uint32_t ev = s.slot(static_cast<std::size_t>(first)).ev;
+    s.reps_ack(ev, false);
+    int resets = 0;
+    const int again = s.reps_choose(s.select(0x1, rng), 0, rng, [&](std::size_t) { ++resets; });
+    CHECK(again == first);  // the EV's own slot, whatever the rotation chose
+    CHECK(resets == 0);
+}
