@@ -75,7 +75,16 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
 
 Engine::~Engine() = default;
 
+namespace {
+/// A command type no branch of Engine::submit handles: the static_assert
+/// there names it at compile time.
+template <typename>
+inline constexpr bool kUnhandledCommand = false;
+}  // namespace
+
 SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
+    // One branch per command; a command added to `Command` without one fails
+    // the build (a catch-all once treated any unlisted command as an EV denial).
     return std::visit(
         [&](const auto& c) -> SubmitResult {
             using T = std::decay_t<decltype(c)>;
@@ -86,15 +95,18 @@ SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
             else if constexpr (std::is_same_v<T, CmdPostRecv>) return post_recv(c);
             else if constexpr (std::is_same_v<T, CmdLinkChange>) return link_change(c, now);
             else if constexpr (std::is_same_v<T, CmdProbeEv>) return probe_ev(c, now);
-            else {
-                Qp* qp = qp_by_num(c.qpn);
-                if (qp == nullptr) return {EINVAL};
-                for (std::size_t i = 0; i < qp->paths.size(); ++i)
-                    if (qp->paths.slot(i).ev == c.ev) untrack_slot(*qp, i);
-                return {qp->paths.deny(c.ev, rng_) ? kOk : ENOENT};
-            }
+            else if constexpr (std::is_same_v<T, CmdDenyEv>) return deny_ev(c);
+            else static_assert(kUnhandledCommand<T>, "Engine::submit: a Command alternative has no branch");
         },
         cmd);
+}
+
+SubmitResult Engine::deny_ev(const CmdDenyEv& c) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr) return {EINVAL};
+    for (std::size_t i = 0; i < qp->paths.size(); ++i)
+        if (qp->paths.slot(i).ev == c.ev) untrack_slot(*qp, i);
+    return {qp->paths.deny(c.ev, rng_) ? kOk : ENOENT};
 }
 
 Qp* Engine::qp_by_num(std::uint32_t qpn) noexcept {

@@ -108,6 +108,8 @@ private:
     void ensure_sender(Qp& qp);
     SubmitResult post_recv(const CmdPostRecv& c);
     SubmitResult link_change(const CmdLinkChange& c, TimeNs now);
+    /// Operator denial of an EV (CmdDenyEv): it leaves the QP's active set for good.
+    SubmitResult deny_ev(const CmdDenyEv& c);
     Qp* qp_by_num(std::uint32_t qpn) noexcept;
     void enter_error(Qp& qp, WcStatus first_status, TimeNs now);
     void complete(const Completion& c) { completions_.push_back(c); }
