@@ -17,7 +17,6 @@ namespace omrc::loopback {
 
 namespace {
 
-constexpr std::uint8_t kEcnCe = 3;
 constexpr std::uint64_t kNsPerSecond = 1'000'000'000;
 
 bool later(const RxEntry& a, const RxEntry& b) noexcept {
@@ -242,7 +241,7 @@ bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
             bypass = true;
         }
         if (!bypass && backlog > q.ecn_threshold_bytes && fi.has_ipv6) {
-            set_first_ecn(f, kEcnCe);
+            set_first_ecn(f, wire::Ipv6Hdr::kEcnCe);
             c.ecn_marked.add();
         }
         const std::uint64_t ser = serialization_ns(len, q.rate_bps);

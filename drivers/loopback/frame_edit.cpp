@@ -56,26 +56,15 @@ FrameInfo inspect_frame(std::span<const std::uint8_t> f) noexcept {
 }
 
 std::uint8_t first_traffic_class(std::span<const std::uint8_t> f) noexcept {
-    return static_cast<std::uint8_t>(((f[kFirstIpv6Offset] & 0x0F) << 4) | (f[kFirstIpv6Offset + 1] >> 4));
+    return wire::Ipv6Hdr::load_traffic_class(&f[kFirstIpv6Offset]);
 }
-
-namespace {
-
-void set_first_traffic_class(std::span<std::uint8_t> f, std::uint8_t tc) noexcept {
-    f[kFirstIpv6Offset] = static_cast<std::uint8_t>((f[kFirstIpv6Offset] & 0xF0) | (tc >> 4));
-    f[kFirstIpv6Offset + 1] = static_cast<std::uint8_t>((f[kFirstIpv6Offset + 1] & 0x0F) | ((tc & 0x0F) << 4));
-}
-
-}  // namespace
 
 void set_first_dscp(std::span<std::uint8_t> f, std::uint8_t dscp) noexcept {
-    const std::uint8_t tc = first_traffic_class(f);
-    set_first_traffic_class(f, static_cast<std::uint8_t>(((dscp & 0x3F) << 2) | (tc & 0x03)));
+    wire::Ipv6Hdr::store_dscp(&f[kFirstIpv6Offset], dscp);
 }
 
 void set_first_ecn(std::span<std::uint8_t> f, std::uint8_t ecn) noexcept {
-    const std::uint8_t tc = first_traffic_class(f);
-    set_first_traffic_class(f, static_cast<std::uint8_t>((tc & 0xFC) | (ecn & 0x03)));
+    wire::Ipv6Hdr::store_ecn(&f[kFirstIpv6Offset], ecn);
 }
 
 std::size_t trimmed_length(const FrameInfo& fi, std::size_t frame_len, std::uint32_t size_bytes) noexcept {

@@ -146,10 +146,7 @@ void Simulator::ddc_ingress(Switch& s, std::uint32_t in_port, Packet* p) {
         ++st.stats.voq_drops;
         return drop(p);
     }
-    if (v.q.bytes > st.cfg.voq_ecn_bytes && ((h[15] >> 4) & 0x3)) {
-        h[15] |= 0x30;
-        ++st.stats.voq_ecn_marks;
-    }
+    if (v.q.bytes > st.cfg.voq_ecn_bytes && wire::Ipv6Hdr::mark_ce(h + wire::EthHdr::kSize)) ++st.stats.voq_ecn_marks;
     v.q.push(p);
     if (now_ >= cfg_.queue_peak_from_ps) st.stats.voq_peak_bytes = std::max(st.stats.voq_peak_bytes, v.q.bytes);
     ddc_drain(vi);

@@ -35,12 +35,7 @@ constexpr std::uint64_t mix(std::uint64_t z) noexcept {
     return z ^ (z >> 31);
 }
 
-void set_first_dscp(std::uint8_t* h, std::uint8_t dscp) noexcept {
-    const std::uint8_t tc = static_cast<std::uint8_t>(((h[kEth] & 0x0F) << 4) | (h[kEth + 1] >> 4));
-    const std::uint8_t ntc = static_cast<std::uint8_t>(((dscp & 0x3F) << 2) | (tc & 0x03));
-    h[kEth] = static_cast<std::uint8_t>((h[kEth] & 0xF0) | (ntc >> 4));
-    h[kEth + 1] = static_cast<std::uint8_t>((h[kEth + 1] & 0x0F) | ((ntc & 0x0F) << 4));
-}
+void set_first_dscp(std::uint8_t* h, std::uint8_t dscp) noexcept { wire::Ipv6Hdr::store_dscp(h + kEth, dscp); }
 
 }  // namespace
 

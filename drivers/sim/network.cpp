@@ -267,11 +267,7 @@ void Simulator::enqueue(std::uint32_t idx, Packet* p) {
     } else {
         if ((!port.last_hop || q.ecn_last_hop) && port.lo.bytes > q.ecn_threshold_bytes && !p->cell) {
             // ECN = CE in the first IPv6 header (the outer one in srv6 mode) when ECN-capable.
-            std::uint8_t* h = p->frame.header.data();
-            if ((h[15] >> 4) & 0x3) {
-                h[15] |= 0x30;
-                ++port.ecn_marks;
-            }
+            if (wire::Ipv6Hdr::mark_ce(p->frame.header.data() + wire::EthHdr::kSize)) ++port.ecn_marks;
         }
         port.lo.push(p);
         if (now_ >= cfg_.queue_peak_from_ps) port.peak_lo_bytes = std::max(port.peak_lo_bytes, port.lo.bytes);

@@ -76,6 +76,34 @@ struct Ipv6Hdr {
     static void store_dst(std::uint8_t* hdr, const Ipv6Addr& dst) noexcept {
         for (std::size_t i = 0; i < 16; ++i) hdr[24 + i] = dst[i];
     }
+
+    // The traffic class of an encoded header, in place (switches and
+    // impairments re-mark DSCP and ECN): its high nibble is the low nibble
+    // of byte 0, its low nibble the high nibble of byte 1.
+    static constexpr std::uint8_t kEcnNotEct = 0;  ///< not ECN-capable
+    static constexpr std::uint8_t kEcnCe = 3;      ///< congestion experienced
+    [[nodiscard]] static std::uint8_t load_traffic_class(const std::uint8_t* hdr) noexcept {
+        return static_cast<std::uint8_t>(((hdr[0] & 0x0F) << 4) | (hdr[1] >> 4));
+    }
+    static void store_traffic_class(std::uint8_t* hdr, std::uint8_t tc) noexcept {
+        hdr[0] = static_cast<std::uint8_t>((hdr[0] & 0xF0) | (tc >> 4));
+        hdr[1] = static_cast<std::uint8_t>((hdr[1] & 0x0F) | ((tc & 0x0F) << 4));
+    }
+    /// DSCP (6 bits) replaced, ECN kept.
+    static void store_dscp(std::uint8_t* hdr, std::uint8_t dscp) noexcept {
+        store_traffic_class(hdr, static_cast<std::uint8_t>(((dscp & 0x3F) << 2) | (load_traffic_class(hdr) & 0x03)));
+    }
+    /// ECN (2 bits) replaced, DSCP kept.
+    static void store_ecn(std::uint8_t* hdr, std::uint8_t ecn) noexcept {
+        store_traffic_class(hdr, static_cast<std::uint8_t>((load_traffic_class(hdr) & 0xFC) | (ecn & 0x03)));
+    }
+    /// A switch's ECN mark: CE where the packet is ECN-capable (ECT(0),
+    /// ECT(1) or CE already); returns whether it is CE now.
+    static bool mark_ce(std::uint8_t* hdr) noexcept {
+        if ((load_traffic_class(hdr) & 0x03) == kEcnNotEct) return false;
+        store_ecn(hdr, kEcnCe);
+        return true;
+    }
 };
 
 }  // namespace omrc::wire

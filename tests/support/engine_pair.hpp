@@ -150,7 +150,7 @@ inline std::vector<core::SendRequest> make_write_wrs(const std::uint8_t* src, st
 /// cut to 128 bytes, DSCP remarked "trimmed".
 inline void trim_frame(std::vector<std::uint8_t>& f) {
     f.resize(128);
-    f[14] = static_cast<std::uint8_t>((f[14] & 0xF0) | (wire::kDscpTrimmed >> 2));
+    wire::Ipv6Hdr::store_dscp(&f[wire::EthHdr::kSize], wire::kDscpTrimmed);
     f[15] = static_cast<std::uint8_t>((f[15] & 0x3F) | ((wire::kDscpTrimmed & 3) << 6));
 }
 

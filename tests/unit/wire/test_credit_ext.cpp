@@ -51,7 +51,7 @@ std::vector<std::uint8_t> build(const FrameSpec& s, std::size_t payload_len) {
 }
 
 void mark_trimmed(std::vector<std::uint8_t>& f) {
-    f[14] = static_cast<std::uint8_t>((f[14] & 0xF0) | (kDscpTrimmed >> 2));
+    Ipv6Hdr::store_dscp(&f[EthHdr::kSize], kDscpTrimmed);
     f[15] = static_cast<std::uint8_t>((f[15] & 0x3F) | ((kDscpTrimmed & 3) << 6));
 }
 

@@ -263,8 +263,7 @@ TEST_CASE("parse_frame__trim_by_dscp_before_icrc", "[unit][wire]") {
         // A switch cuts the frame to 128 bytes and remarks DSCP: the ICRC no longer matches.
         const std::size_t tc_byte = 14;  // the header a switch marks: outer in srv6, the only one in plain
         f.resize(128);
-        f[tc_byte] = static_cast<std::uint8_t>((f[tc_byte] & 0xF0) | (kDscpTrimmed >> 2));
-        f[tc_byte + 1] = static_cast<std::uint8_t>((f[tc_byte + 1] & 0x3F) | ((kDscpTrimmed & 3) << 6));
+        Ipv6Hdr::store_dscp(&f[tc_byte], kDscpTrimmed);
         ParsedFrame p;
         REQUIRE(parse_frame(f, {}, p) == WireError::ok);
         CHECK(p.trim == TrimKind::dscp);
@@ -272,8 +271,7 @@ TEST_CASE("parse_frame__trim_by_dscp_before_icrc", "[unit][wire]") {
         CHECK(p.ev == 0x1001ABCD);
         CHECK(p.has_meth);
         // Last-hop DSCP is told apart.
-        f[tc_byte] = static_cast<std::uint8_t>((f[tc_byte] & 0xF0) | (kDscpTrimmedLastHop >> 2));
-        f[tc_byte + 1] = static_cast<std::uint8_t>((f[tc_byte + 1] & 0x3F) | ((kDscpTrimmedLastHop & 3) << 6));
+        Ipv6Hdr::store_dscp(&f[tc_byte], kDscpTrimmedLastHop);
         REQUIRE(parse_frame(f, {}, p) == WireError::ok);
         CHECK(p.trim == TrimKind::dscp_last_hop);
     }

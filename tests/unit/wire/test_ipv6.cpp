@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <random>
 
 #include "support/hex.hpp"
@@ -66,4 +67,27 @@ TEST_CASE("Ipv6Hdr::decode__roundtrip_random", "[unit][wire]") {
         REQUIRE(Ipv6Hdr::decode(omrc::test::encoded(h), d) == WireError::ok);
         REQUIRE(d == h);
     }
+}
+
+TEST_CASE("Ipv6Hdr::store_traffic_class__in_place_edits_keep_the_other_fields", "[unit][wire]") {
+    Ipv6Hdr h;
+    h.traffic_class = 0xA6;  // DSCP 41, ECN 2 (ECT(0))
+    h.flow_label = 0xFEDCB;
+    h.payload_len = 64;
+    std::array<std::uint8_t, Ipv6Hdr::kSize> b{};
+    REQUIRE(h.encode(b) == WireError::ok);
+    CHECK(Ipv6Hdr::load_traffic_class(b.data()) == 0xA6);
+    Ipv6Hdr::store_dscp(b.data(), 0x12);
+    CHECK(Ipv6Hdr::load_traffic_class(b.data()) == ((0x12 << 2) | 2));
+    CHECK(Ipv6Hdr::mark_ce(b.data()));
+    CHECK((Ipv6Hdr::load_traffic_class(b.data()) & 3) == Ipv6Hdr::kEcnCe);
+    Ipv6Hdr back;
+    REQUIRE(Ipv6Hdr::decode(b, back) == WireError::ok);
+    CHECK(back.dscp() == 0x12);
+    CHECK(back.flow_label == 0xFEDCB);  // the nibble beside the traffic class is untouched
+    CHECK(back.payload_len == 64);
+    // Not ECN-capable: a switch leaves it unmarked.
+    Ipv6Hdr::store_ecn(b.data(), Ipv6Hdr::kEcnNotEct);
+    CHECK_FALSE(Ipv6Hdr::mark_ce(b.data()));
+    CHECK((Ipv6Hdr::load_traffic_class(b.data()) & 3) == Ipv6Hdr::kEcnNotEct);
 }
