@@ -437,15 +437,20 @@ TimeNs Engine::reorder_window(const Qp& qp) const noexcept {
 TimeNs Engine::send_order_window(const Qp& qp, std::uint8_t plane) const noexcept {
     // Send-order detection compares packets of one plane whose fate is
     // known (reported missing): the spread of that plane's own RTTs (its
-    // T1 paths and queues) plus a quarter of its base RTT. The spread is
-    // from the long-term maximum (forgotten 1/1024 a sample), not the recent
-    // one (1/64): on a hashed fabric each EV takes its own way, and a path
-    // whose queue outgrew the recent maximum was judged lost (fat tree under
-    // ECMP, no frame dropped: 47 packets resent and 47 EVs retired, against
-    // 14 and 14).
+    // T1 paths and queues) plus a quarter of its base RTT. Where the T1s are
+    // known, the plane's paths are alike by design and the spread is from
+    // the recent maximum (forgotten 1/64 a sample). Where they are not (a
+    // hashed fabric: each EV takes its own way, of its own length and
+    // queues) it is from the long-term maximum (1/1024): with the recent one
+    // a path whose queue outgrew it was judged lost (fat tree under ECMP, no
+    // frame dropped: 47 packets resent and 47 EVs retired, against 14 and
+    // 14). With the long-term one where T1s are known, detection on a
+    // flapping link came late enough that one flow of perm_1024_link_flap
+    // waited for an EV timeout (its job 1.076 -> 1.225 x ideal).
     const Qp::PlaneRtt& r = qp.plane_rtt[plane];
     if (r.min_ns == 0) return reorder_window(qp);
-    return (r.max_ns - r.min_ns) + r.min_ns / 4 + 1'000;
+    const TimeNs max = qp.paths.groups_per_plane() > 1 ? r.recent_max_ns : r.max_ns;
+    return (max - r.min_ns) + r.min_ns / 4 + 1'000;
 }
 
 TimeNs Engine::ev_timeout(Qp& qp) noexcept {
