@@ -15,9 +15,8 @@ endif()
 if(OMRC_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
-if(OMRC_BUILD_EXAMPLES OR OMRC_BUILD_BENCH)
-  find_package(CLI11 REQUIRED)
-endif()
+# Command lines: examples, bench and tools/pcap (omrc-pcap, built in every preset).
+find_package(CLI11 REQUIRED)
 # toml++ (Debian: libtomlplusplus-dev): device configuration files (lib/config),
 # compiled header-only into libomrc, so only its headers are needed here.
 find_package(tomlplusplus QUIET)
