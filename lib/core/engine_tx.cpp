@@ -399,6 +399,9 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     if (p.tx_count == 1 && p.sent_ns > rack) rack = p.sent_ns;
     if (p.tx_count == 1) qp.plane_ack_ns[packet_plane(p)] = now;
     ++qp.acked_above_una;  // until advance_una passes it
+    // Policy reps: a clean entropy is recycled, whichever slot holds it now
+    // (only a packet sent once says which EV carried the copy that arrived).
+    if (p.tx_count == 1) qp.paths.reps_ack(p.ev, marked);
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     if (slot.ev != p.ev) return;
     if (p.tx_count != 1) {
@@ -412,7 +415,6 @@ void Engine::ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& ac
     }
     ++slot.counters.acked;
     qp.paths.note_ack(p.ev_slot, p.ev, now);
-    qp.paths.reps_ack(p.ev, marked);  // policy reps: a clean entropy is recycled
     (void)qp.paths.record_outcome(p.ev_slot, false);
     if (p.tx_seq > slot.last_acked_tx_seq) {
         slot.last_acked_tx_seq = p.tx_seq;
