@@ -198,7 +198,8 @@ private:
     /// The latest send time of a packet sent once and acknowledged, over every plane.
     static TimeNs latest_delivered_send(const Qp& qp) noexcept;
     /// The latest send time of a packet sent once that this SACK shows received.
-    TimeNs reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo) const noexcept;
+    /// (the trigger counts when its echo names the transmission, as for an RTT sample).
+    TimeNs reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
     /// Whether a packet sent at `horizon` and delivered was sent so long after `p`
     /// that `p`, even on its plane's slowest round trip, would have arrived first.
     static bool overtaken_on_any_plane(const Qp& qp, const TxPkt& p, TimeNs horizon) noexcept;

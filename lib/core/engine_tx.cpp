@@ -500,7 +500,8 @@ TimeNs Engine::latest_delivered_send(const Qp& qp) noexcept {
     return *std::max_element(qp.rack_sent_ns.begin(), qp.rack_sent_ns.end());
 }
 
-TimeNs Engine::reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo) const noexcept {
+TimeNs Engine::reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo,
+                                     TimeNs now) const noexcept {
     // Packets sent once (so the copy that arrived is known) that this SACK
     // shows received: its bitmap's set bits, and the trigger when the echo
     // names the transmission.
@@ -513,13 +514,7 @@ TimeNs Engine::reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::
     };
     const std::uint32_t base = psn_add(s.cack_psn, s.sack_offset);
     for (std::uint64_t bits = s.bitmap; bits != 0; bits &= bits - 1) consider(psn_add(base, std::countr_zero(bits)));
-    if (ts_echo != 0) {
-        const std::uint32_t trig = psn_add(s.cack_psn, s.ack_psn_offset);
-        const std::int32_t age = psn_diff(qp.snd_nxt, trig);
-        if (age > 0 && age <= static_cast<std::int32_t>(qp.pkt_mask + 1) &&
-            ts_ticks(qp.pkts[trig & qp.pkt_mask].sent_ns) == ts_echo)
-            consider(trig);
-    }
+    if (rtt_sample(qp, s, ts_echo, now) != 0) consider(psn_add(s.cack_psn, s.ack_psn_offset));
     return h;
 }
 
@@ -774,7 +769,7 @@ void Engine::on_sack(Qp& qp, const wire::FrameView& f, TimeNs now) {
     // everything below it.
     if (!stale) {
         SackView view{.valid = true, .cack = s.cack_psn, .base = base, .bitmap = s.bitmap};
-        view.horizon_ns = reported_send_horizon(qp, s, cc_state.ts_echo);
+        view.horizon_ns = reported_send_horizon(qp, s, cc_state.ts_echo, now);
         std::size_t keep = 0;
         for (std::size_t k = 0; k < qp.infer_pending.size(); ++k) {
             const std::uint16_t slot_index = qp.infer_pending[k];
