@@ -59,6 +59,12 @@ int make_dpdk_driver(const DeviceOptions& options, driver::AttachedDriver& out, 
 
 }  // namespace
 
-int register_driver() { return driver::register_driver("dpdk", &make_dpdk_driver); }
+int register_driver() { return driver::register_driver({.name = "dpdk", .factory = &make_dpdk_driver, .arg_keys = kKeys}); }
+
+// The library registers its driver when it is loaded, as DPDK's own drivers
+// do: a program or library that links libomrc_dpdk (libibverbs.so.1 does
+// where DPDK was found) opens and configures "dpdk" devices without naming
+// the driver. Calling register_driver() again is harmless.
+[[gnu::constructor]] static void register_on_load() { (void)register_driver(); }
 
 }  // namespace omrc::dpdk

@@ -80,8 +80,22 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
     return 0;
 }
 
+// A device on a private fabric (the only kind a configuration file opens)
+// reaches only itself: LID 0, and the peer's MACs are the device's own.
+bool encode_lid(const DeviceAddress&, std::uint16_t& lid, std::string&) {
+    lid = 0;
+    return true;
+}
+
+void decode_lid(std::uint16_t, const DeviceAddress& local, DeviceAddress& peer) { peer.macs = local.macs; }
+
+constexpr driver::LidCodec kLidCodec{&encode_lid, &decode_lid};
+
 }  // namespace
 
-int register_driver() { return driver::register_driver("loopback", &make_loopback_driver); }
+int register_driver() {
+    return driver::register_driver({.name = "loopback", .factory = &make_loopback_driver, .arg_keys = kKeys,
+                                    .lid_codec = &kLidCodec});
+}
 
 }  // namespace omrc::loopback

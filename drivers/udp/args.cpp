@@ -167,6 +167,8 @@ bool parse_endpoint(std::string_view s, PlaneEndpoint& out) {
     return true;
 }
 
+std::span<const driver::ArgKey> arg_keys() noexcept { return kKeys; }
+
 int parse_args(const std::map<std::string, std::string, std::less<>>& args, std::uint32_t device_planes,
                UdpConfig& out, std::string& error, bool raw) {
     UdpConfig c;

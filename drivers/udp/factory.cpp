@@ -4,6 +4,7 @@
 #include "drivers/udp/factory.hpp"
 
 #include <cerrno>
+#include <fmt/format.h>
 #include <string>
 
 #include "driver/registry.hpp"
@@ -52,8 +53,42 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, s
     return 0;
 }
 
+// Plain mode's address in a LID: each plane's MAC carries the base UDP port
+// of its 16-port block (plane_mac); a device whose planes use consecutive
+// blocks is named by plane 0's block number, and a peer rebuilds every
+// plane's MAC from it.
+bool encode_lid(const DeviceAddress& a, std::uint16_t& lid, std::string& why) {
+    std::uint16_t base0 = 0;
+    if (a.planes == 0 || !mac_base_port(a.macs[0], base0)) {
+        why = "udp device without a port block on plane 0";
+        return false;
+    }
+    for (std::uint32_t p = 1; p < a.planes; ++p) {
+        std::uint16_t base = 0;
+        if (!mac_base_port(a.macs[p], base) || base != base0 + p * kSocketsPerPlane) {
+            why = fmt::format("udp port blocks are not consecutive (plane 0 at {}, plane {} at {}): peers learn only "
+                              "plane 0's block from the LID; give one local=[addr]:port entry for all planes",
+                              base0, p, base);
+            return false;
+        }
+    }
+    lid = static_cast<std::uint16_t>(base0 / kSocketsPerPlane);
+    return true;
+}
+
+void decode_lid(std::uint16_t lid, const DeviceAddress& local, DeviceAddress& peer) {
+    const std::uint32_t base0 = std::uint32_t{lid} * kSocketsPerPlane;
+    for (std::uint32_t p = 0; p < local.planes && p < kMaxPlanes; ++p)
+        peer.macs[p] = plane_mac(static_cast<std::uint16_t>(base0 + p * kSocketsPerPlane), p);
+}
+
+constexpr driver::LidCodec kLidCodec{&encode_lid, &decode_lid};
+
 }  // namespace
 
-int register_driver() { return driver::register_driver("udp", &make_udp_driver); }
+int register_driver() {
+    return driver::register_driver({.name = "udp", .factory = &make_udp_driver, .arg_keys = arg_keys(),
+                                    .lid_codec = &kLidCodec});
+}
 
 }  // namespace omrc::udp

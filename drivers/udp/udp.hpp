@@ -45,11 +45,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/config.hpp"
+#include "driver/args.hpp"
 #include "driver/driver.hpp"
 #include "drivers/udp/codec.hpp"
 #include "wire/ipv6.hpp"
@@ -76,6 +78,10 @@ struct UdpConfig {
     std::uint32_t link_poll_us = 1000;        ///< raw mode: interface-flags poll period
     [[nodiscard]] bool raw() const { return !ifaces.empty(); }
 };
+
+/// Every argument key parse_args accepts, in either frame mode (the registry
+/// gives it to configuration files).
+[[nodiscard]] std::span<const driver::ArgKey> arg_keys() noexcept;
 
 /// Parses DeviceOptions::args (docs/DRIVERS.md):
 ///   local=ADDR[,ADDR...]   ADDR = [ipv6]:port or [ipv6] (port 0 / omitted: pick

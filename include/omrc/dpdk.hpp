@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The DPDK driver ("dpdk"): one rte_ethdev port per plane. It lives in its
 // own library (libomrc_dpdk) so that libomrc and its users never depend on
-// DPDK; an application that wants it links libomrc_dpdk and registers it.
+// DPDK; an application that wants it links libomrc_dpdk, which registers the
+// driver when it is loaded (register_driver() below does it explicitly).
 //
 //   omrc::dpdk::register_driver();
 //   omrc::DeviceOptions o;
@@ -42,8 +43,9 @@
 
 namespace omrc::dpdk {
 
-/// Makes "dpdk" available to omrc::Device::open(). Idempotent and thread-safe;
-/// returns 0.
+/// Makes "dpdk" available to omrc::Device::open() and configuration files.
+/// libomrc_dpdk.so calls it itself when it is loaded; a program that links
+/// the driver statically calls it. Idempotent and thread-safe; returns 0.
 int register_driver();
 
 }  // namespace omrc::dpdk

@@ -299,6 +299,24 @@ struct QpAttrMask {
 /// destination is the SRv6 uSID path of the packet's EV.
 enum class FrameMode : std::uint8_t { plain = 0, srv6 = 1 };
 
+/// A DeviceAddress as an ibverbs program exchanges it: the GID carries the
+/// IPv6 address, the 16-bit LID the rest. In srv6 frame mode the LID is the
+/// host index in the fabric; in plain mode it is what the driver packs in it
+/// (udp: its port block, so the peer rebuilds its per-plane MACs), or 0 for
+/// a driver that packs nothing (the local device's next_hop_macs then name
+/// the peer). docs/IBVERBS.md gives the rules per driver.
+struct LidAddress {
+    std::uint16_t lid = 0;
+    /// Empty, or why a peer cannot rebuild the address from GID and LID.
+    std::string warning;
+};
+/// The LID of a device of `driver` in `mode` whose address is `a`.
+[[nodiscard]] LidAddress lid_address(std::string_view driver, FrameMode mode, const DeviceAddress& a);
+/// The peer's address from its GID and LID, as a local device of `driver`
+/// in `mode` whose own address is `local` reaches it.
+[[nodiscard]] DeviceAddress peer_from_lid(std::string_view driver, FrameMode mode, const DeviceAddress& local,
+                                          const Ipv6Addr& gid, std::uint16_t lid);
+
 /// srv6 frame mode: the multi-plane two-tier Clos the device is part of.
 struct FabricLayout {
     std::uint32_t usid_block = 0xFCBB0000;  ///< 32-bit uSID locator block
@@ -407,6 +425,10 @@ public:
                                         int* err = nullptr);
     /// Names of the drivers open() accepts.
     static std::vector<std::string> drivers();
+    /// The DeviceOptions::args keys open() accepts for `driver`: the driver's
+    /// own and the runtime's (next_hop_macs, pcap), sorted. 0, or ENODEV for
+    /// a driver drivers() does not list.
+    static int driver_arg_keys(std::string_view driver, std::vector<std::string>* keys);
 
     /// Aborts if a Pd or Cq of this device is still alive.
     ~Device();

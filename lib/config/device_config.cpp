@@ -8,6 +8,7 @@
 // public API keeps the default, so libomrc.so exports it.
 #pragma GCC visibility push(default)
 #include "omrc/config.hpp"
+#include "omrc/verbs.hpp"
 #pragma GCC visibility pop
 
 #include <arpa/inet.h>
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits>
 #include <map>
 #include <new>
@@ -54,7 +56,6 @@ constexpr std::uint64_t kU32 = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t kMaxFileBytes = 1u << 20;
 constexpr std::size_t kMaxNameChars = 63;
 
-constexpr std::array<std::string_view, 3> kDrivers{"udp", "loopback", "dpdk"};
 constexpr std::array<std::string_view, 2> kFrameModes{"plain", "srv6"};
 constexpr std::array<std::string_view, 3> kPolicies{"ecmp", "spray", "adaptive"};
 constexpr std::array<std::string_view, 5> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc", "credit"};
@@ -310,9 +311,13 @@ bool read_device(Errors& e, const std::string& path, const toml::table& t, Devic
          }},
         {"driver",
          [&](const toml::node& v, const std::string& p) {
+             // The drivers this program has registered (built in, or loaded
+             // with their library): nothing here names one.
+             const std::vector<std::string> drivers = Device::drivers();
+             const std::vector<std::string_view> names(drivers.begin(), drivers.end());
              std::size_t i = 0;
-             if (!read_choice(e, p, v, kDrivers, i)) return false;
-             dc.driver = kDrivers[i];
+             if (!read_choice(e, p, v, names, i)) return false;
+             dc.driver = drivers[i];
              return true;
          }},
         number("planes", o.planes, 0, kMaxPlanes),
@@ -363,6 +368,20 @@ bool check_device(Errors& e, const std::string& path, const toml::table& t, cons
     if (dc.driver.empty())
         return e.fail(path, t.source(), "missing key 'driver'", "give it in the device or in [defaults]");
     const DeviceOptions& o = dc.options;
+    // The driver's arguments by the keys it registered: a misspelt key fails
+    // here, where the file can point at it, not when the device opens.
+    std::vector<std::string> arg_keys;
+    if (Device::driver_arg_keys(dc.driver, &arg_keys) == 0) {
+        for (const auto& [key, value] : o.args) {
+            if (std::find(arg_keys.begin(), arg_keys.end(), key) != arg_keys.end()) continue;
+            const toml::node* args = t.get("args");
+            const toml::node* at = args != nullptr && args->is_table() ? args->as_table()->get(key) : nullptr;
+            return e.fail(config::join_path(config::join_path(path, "args"), key),
+                          at != nullptr ? at->source() : t.source(),
+                          fmt::format("driver {} has no argument '{}'", dc.driver, key),
+                          fmt::format("its arguments: {}", fmt::join(arg_keys, ", ")));
+        }
+    }
     if (o.frame_mode == FrameMode::srv6) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
                                     o.fabric.t1_per_plane, o.fabric.hosts_per_t0};

@@ -11,7 +11,7 @@ namespace {
 
 struct Registry {
     std::mutex mutex;
-    std::map<std::string, DriverFactory, std::less<>> factories;  // guarded by mutex
+    std::map<std::string, DriverInfo, std::less<>> drivers;  // guarded by mutex; DriverInfo::name points into the key
 };
 
 Registry& registry() {
@@ -21,26 +21,29 @@ Registry& registry() {
 
 }  // namespace
 
-int register_driver(std::string name, DriverFactory factory) {
-    if (factory == nullptr || name.empty()) return EINVAL;
+int register_driver(const DriverInfo& info) {
+    if (info.factory == nullptr || info.name.empty()) return EINVAL;
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    const auto [it, added] = r.factories.emplace(std::move(name), factory);
-    return added || it->second == factory ? 0 : EEXIST;
+    const auto [it, added] = r.drivers.emplace(std::string(info.name), info);
+    if (!added) return it->second.factory == info.factory ? 0 : EEXIST;
+    it->second.name = it->first;
+    return 0;
 }
 
-DriverFactory find_driver(std::string_view name) {
+std::optional<DriverInfo> find_driver(std::string_view name) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    auto it = r.factories.find(name);
-    return it == r.factories.end() ? nullptr : it->second;
+    auto it = r.drivers.find(name);
+    if (it == r.drivers.end()) return std::nullopt;
+    return it->second;
 }
 
 std::vector<std::string> driver_names() {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     std::vector<std::string> names;
-    for (const auto& [name, factory] : r.factories) names.push_back(name);
+    for (const auto& [name, info] : r.drivers) names.push_back(name);
     return names;
 }
 

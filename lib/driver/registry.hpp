@@ -13,11 +13,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/config.hpp"
+#include "driver/args.hpp"
 #include "driver/driver.hpp"
 #include "omrc/verbs.hpp"
 #include "wire/ipv6.hpp"
@@ -50,13 +53,40 @@ struct AttachedDriver {
 /// code it calls may throw.
 using DriverFactory = int (*)(const DeviceOptions& options, AttachedDriver& out, std::string& error) noexcept;
 
-/// Adds a driver. Returns 0 (also when `factory` is registered under `name`
-/// already: a driver's own register_driver() may run any number of times),
-/// EEXIST when another factory holds the name, EINVAL for an empty name or
-/// a null factory. Thread-safe.
-int register_driver(std::string name, DriverFactory factory);
-/// The factory of `name`, or nullptr. Thread-safe.
-[[nodiscard]] DriverFactory find_driver(std::string_view name);
+/// How a driver's plain-frame-mode address travels in what an ibverbs
+/// program exchanges with its peer: the GID carries the IPv6 address, a
+/// 16-bit LID the rest (lib/ibverbs, docs/IBVERBS.md). A driver whose peers
+/// need more than the IPv6 address (e.g. per-plane MACs) and can pack it in a
+/// LID provides one; without one the LID is 0 and the peer's MACs come from
+/// the local device's next_hop_macs. (srv6 frame mode needs no codec: the
+/// LID is the host index in the fabric, whatever the driver.)
+struct LidCodec {
+    /// The LID of a device whose address is `a`; false with `why` in words
+    /// when peers cannot rebuild the address from GID and LID.
+    bool (*encode)(const DeviceAddress& a, std::uint16_t& lid, std::string& why) = nullptr;
+    /// The per-plane MACs of a peer whose LID is `lid` into `peer`
+    /// (peer.planes is set), seen from a local device whose address is `local`.
+    void (*decode)(std::uint16_t lid, const DeviceAddress& local, DeviceAddress& peer) = nullptr;
+};
+
+/// What a driver registers: everything the layers above need to know about
+/// it, so that none of them names it (docs/ARCHITECTURE.md, "Adding a driver").
+struct DriverInfo {
+    std::string_view name;             ///< Device::open's name; non-empty
+    DriverFactory factory = nullptr;   ///< non-null
+    /// The DeviceOptions::args keys the factory accepts (its ArgReader table);
+    /// configuration files reject any other key when they are read. Static storage.
+    std::span<const ArgKey> arg_keys{};
+    const LidCodec* lid_codec = nullptr;  ///< null: LID 0 in plain mode (static storage)
+};
+
+/// Adds a driver. Returns 0 (also when the same factory is registered under
+/// `info.name` already: a driver's own register_driver() may run any number
+/// of times), EEXIST when another factory holds the name, EINVAL for an
+/// empty name or a null factory. Thread-safe.
+int register_driver(const DriverInfo& info);
+/// The registration of `name`, or nullopt. Thread-safe.
+[[nodiscard]] std::optional<DriverInfo> find_driver(std::string_view name);
 /// Registered names, sorted. Thread-safe.
 [[nodiscard]] std::vector<std::string> driver_names();
 

@@ -11,17 +11,12 @@
 #include <cstring>
 #include <string_view>
 
-#include "address.hpp"
 #include "log/log.hpp"
 #include "objects.hpp"
 #include "symver.hpp"
 
 // verbs.h turns ibv_query_port into an inline wrapper; the library defines the function.
 #undef ibv_query_port
-
-#ifdef OMRC_IBV_HAVE_DPDK
-#include "omrc/dpdk.hpp"
-#endif
 
 namespace omrc::ibv {
 
@@ -252,9 +247,6 @@ ibv_context* open_context(ibv_device* device) {
     for (DeviceEntry* e : device_entries())
         if (&e->dev == device) entry = e;
     if (entry == nullptr) return fail_null<ibv_context>(ENODEV);
-#ifdef OMRC_IBV_HAVE_DPDK
-    if (entry->config.driver == "dpdk") omrc::dpdk::register_driver();
-#endif
     auto c = std::make_unique<Context>();
     c->entry = entry;
     int err = 0;
@@ -266,7 +258,7 @@ ibv_context* open_context(ibv_device* device) {
     }
     const DeviceAddress a = c->dev->address();
     std::memcpy(c->gid.raw, a.addr.data(), 16);
-    const LocalAddress la = encode_lid(entry->config.driver, entry->config.options.frame_mode, a);
+    const omrc::LidAddress la = omrc::lid_address(entry->config.driver, entry->config.options.frame_mode, a);
     c->lid = la.lid;
     if (!la.warning.empty()) omrc::log::logger().warn("ibverbs: {}: {}", entry->config.name, la.warning);
 

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "address.hpp"
 #include "log/log.hpp"
 #include "objects.hpp"
 #include "symver.hpp"
@@ -428,8 +427,9 @@ int omrc_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
                                qp->qp_num);
             return EINVAL;
         }
-        a.peer = decode_peer(cfg.driver, cfg.options.frame_mode, c->dev->address(), attr->ah_attr.grh.dgid.raw,
-                             attr->ah_attr.dlid);
+        omrc::Ipv6Addr gid{};
+        std::memcpy(gid.data(), attr->ah_attr.grh.dgid.raw, gid.size());
+        a.peer = omrc::peer_from_lid(cfg.driver, cfg.options.frame_mode, c->dev->address(), gid, attr->ah_attr.dlid);
         a.path_policy = cfg.qp.path_policy;
         a.evs = cfg.qp.evs;
         a.backup_evs = cfg.qp.backup_evs;

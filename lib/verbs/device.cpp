@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +33,10 @@ void abort_live_children(const char* object, std::uint32_t children) {
 }  // namespace detail
 
 namespace {
+
+/// Arguments the runtime takes out of DeviceOptions::args before the driver
+/// sees them (open() below): accepted for every driver.
+constexpr std::array<std::string_view, 2> kRuntimeArgKeys{"next_hop_macs", "pcap"};
 
 void set_err(int* err, int value) {
     if (err != nullptr) *err = value;
@@ -85,10 +90,61 @@ std::vector<std::string> Device::drivers() {
     return driver::driver_names();
 }
 
+int Device::driver_arg_keys(std::string_view driver, std::vector<std::string>* keys) {
+    driver::register_builtin_drivers();
+    const std::optional<driver::DriverInfo> info = driver::find_driver(driver);
+    if (!info) return ENODEV;
+    if (keys != nullptr) {
+        keys->assign(kRuntimeArgKeys.begin(), kRuntimeArgKeys.end());
+        for (const driver::ArgKey& k : info->arg_keys) keys->emplace_back(k.name);
+        std::sort(keys->begin(), keys->end());
+        keys->erase(std::unique(keys->begin(), keys->end()), keys->end());
+    }
+    return 0;
+}
+
+LidAddress lid_address(std::string_view driver, FrameMode mode, const DeviceAddress& a) {
+    LidAddress out;
+    if (mode == FrameMode::srv6) {
+        if (a.host > 0xFFFF) {
+            out.warning = fmt::format("host index {} does not fit a 16-bit LID: peers cannot reach it", a.host);
+            return out;
+        }
+        out.lid = static_cast<std::uint16_t>(a.host);
+        return out;
+    }
+    driver::register_builtin_drivers();
+    const std::optional<driver::DriverInfo> info = driver::find_driver(driver);
+    if (!info || info->lid_codec == nullptr) {
+        out.warning = fmt::format(
+            "driver {} in plain frame mode: the peer's port MACs cannot travel in GID and LID; set "
+            "next_hop_macs in [device.args] (the peer's MACs on a point-to-point link, the router's otherwise)",
+            driver);
+        return out;
+    }
+    if (!info->lid_codec->encode(a, out.lid, out.warning)) out.lid = 0;
+    return out;
+}
+
+DeviceAddress peer_from_lid(std::string_view driver, FrameMode mode, const DeviceAddress& local, const Ipv6Addr& gid,
+                            std::uint16_t lid) {
+    DeviceAddress peer;
+    peer.addr = gid;
+    peer.planes = local.planes;
+    if (mode == FrameMode::srv6) {
+        peer.host = lid;
+        return peer;
+    }
+    driver::register_builtin_drivers();
+    const std::optional<driver::DriverInfo> info = driver::find_driver(driver);
+    if (info && info->lid_codec != nullptr) info->lid_codec->decode(lid, local, peer);
+    return peer;
+}
+
 std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOptions& options, int* err) {
     driver::register_builtin_drivers();
-    const driver::DriverFactory factory = driver::find_driver(driver);
-    if (factory == nullptr) {
+    const std::optional<driver::DriverInfo> info = driver::find_driver(driver);
+    if (!info) {
         log::logger().error("no driver named '{}'", driver);
         set_err(err, ENODEV);
         return nullptr;
@@ -123,7 +179,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         }
     }
     driver::AttachedDriver attached;
-    if (const int e = factory(driver_options, attached, why); e != 0) {
+    if (const int e = info->factory(driver_options, attached, why); e != 0) {
         log::logger().error("{}: {}", driver, why.empty() ? std::strerror(e) : why);
         set_err(err, e);
         return nullptr;

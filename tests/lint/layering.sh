@@ -57,6 +57,20 @@ while IFS=: read -r line text; do
     bad=1
   fi
 done < <(grep -nE '^#include *"' drivers/builtin.cpp || true)
+# Nothing in lib/ names a driver (docs/ARCHITECTURE.md, "Adding a driver"):
+# what the layers above need of one (its argument keys, its LID codec)
+# comes from its registration, so no string literal in lib/ spells a
+# driver's name. Comments may.
+for d in drivers/*/; do
+  name=$(basename "$d")
+  [[ $name == sim ]] && continue  # the simulator is no runtime driver
+  while IFS=: read -r file line text; do
+    code=${text%%//*}
+    [[ $code == *"\"$name\""* ]] || continue
+    echo "$file:$line: lib/ names the driver \"$name\" (register what lib/ needs with the driver instead)"
+    bad=1
+  done < <(grep -rnF "\"$name\"" lib --include='*.hpp' --include='*.cpp' || true)
+done
 if ((bad)); then
   echo "layering violation: see the lines above (docs/ARCHITECTURE.md, \"Layers\")" >&2
   exit 1

@@ -102,9 +102,19 @@ TEST_CASE("a configuration that cannot be used makes init fail and says why", "[
         CHECK(r.code == 2);
         CHECK(r.output.find("missing.toml") != std::string::npos);
     }
-    SECTION("a device whose driver refuses its arguments") {
+    SECTION("an argument the device's driver does not have, named with the file, its line and the driver's keys") {
         const std::string cfg =
             dir.write("args.toml", "[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\n[device.args]\nbogus = 1\n");
+        const InitRun r = run_init(dir.path, {{"OMRC_NCCL_CONFIG", cfg}});
+        INFO(r.output);
+        CHECK(r.code == 2);
+        CHECK(r.output.find("args.toml") != std::string::npos);
+        CHECK(r.output.find("driver loopback has no argument 'bogus' (line 5)") != std::string::npos);
+        CHECK(r.output.find("its arguments: endpoint, endpoints") != std::string::npos);
+    }
+    SECTION("a device whose driver refuses an argument's value") {
+        const std::string cfg = dir.write(
+            "value.toml", "[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\n[device.args]\nendpoint = 7\n");
         const InitRun r = run_init(dir.path, {{"OMRC_NCCL_CONFIG", cfg}});
         INFO(r.output);
         CHECK(r.code == 2);

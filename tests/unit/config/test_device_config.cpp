@@ -19,6 +19,9 @@
 #include <vector>
 
 #include "omrc/config.hpp"
+#ifdef OMRC_HAVE_DPDK
+#include "omrc/dpdk.hpp"
+#endif
 #include "omrc/omrc.hpp"
 #include "support/transfer.hpp"
 
@@ -161,13 +164,8 @@ tx_burst_frames = 1024
 [device.args]
 ifaces = ["veth0", "veth1", "veth2"]
 rx_depth = 64
-zero_copy = false
-telemetry = true
 local = "[fd0f::a1]"
-eal = ["--no-huge", "-m", "512"]
-vdevs = ["net_tap0,iface=a", "net_tap1"]
-ports = [0, 1]
-empty = []
+ring_entries = []
 
 [device.fabric]
 usid_block = 0xFC000000
@@ -218,9 +216,7 @@ max_window_bdp = 2
     CHECK(o.tx_burst_frames == 1024);
     // Driver arguments as text: arrays joined at the driver's separator.
     const std::map<std::string, std::string, std::less<>> args{
-        {"ifaces", "veth0,veth1,veth2"},   {"rx_depth", "64"},           {"zero_copy", "0"},
-        {"telemetry", "1"},                {"local", "[fd0f::a1]"},      {"eal", "--no-huge -m 512"},
-        {"vdevs", "net_tap0,iface=a;net_tap1"}, {"ports", "0,1"},        {"empty", ""}};
+        {"ifaces", "veth0,veth1,veth2"}, {"rx_depth", "64"}, {"local", "[fd0f::a1]"}, {"ring_entries", ""}};
     CHECK(o.args == args);
     CHECK(o.fabric.usid_block == 0xFC000000u);
     CHECK(o.fabric.planes == 3);
@@ -240,6 +236,31 @@ max_window_bdp = 2
     CHECK(d.qp.cc.link_rate_bps == 12'500'000'000ull);
     CHECK(d.qp.cc.target_delay_ratio == 0.5);
     CHECK(d.qp.cc.max_window_bdp == 2.0);
+}
+
+TEST_CASE("config: driver arguments as text, arrays joined at the driver's separator", "[config]") {
+#ifdef OMRC_HAVE_DPDK
+    REQUIRE(omrc::dpdk::register_driver() == 0);
+    const ConfigFile f = parse_ok(R"(
+[[device]]
+name = "omrc0"
+driver = "dpdk"
+[device.args]
+eal = ["--no-huge", "-m", "512"]
+vdevs = ["net_tap0,iface=a", "net_tap1"]
+ports = [0, 1]
+zero_copy = false
+telemetry = true
+rx_desc = 64
+mbufs = []
+)");
+    const std::map<std::string, std::string, std::less<>> args{
+        {"eal", "--no-huge -m 512"}, {"vdevs", "net_tap0,iface=a;net_tap1"}, {"ports", "0,1"}, {"zero_copy", "0"},
+        {"telemetry", "1"},          {"rx_desc", "64"},                      {"mbufs", ""}};
+    CHECK(f.devices.at(0).options.args == args);
+#else
+    SKIP("the dpdk driver is not in this build");
+#endif
 }
 
 TEST_CASE("config: the other choices and forms of values", "[config]") {
@@ -294,8 +315,8 @@ planes = 4
 ev_timeout_ns = 1_000_000
 
 [defaults.args]
-sock_buf_bytes = 1048576
-local = "[::1]"
+planes = 4
+pcap = "all.pcap"
 
 [defaults.fabric]
 t0_per_plane = 8
@@ -318,7 +339,7 @@ name = "omrc1"
 driver = "loopback"
 planes = 2
 [device.args]
-rx_depth = 8
+link_delay_ns = 8
 [device.qp]
 evs = 64
 [device.qp.cc]
@@ -339,8 +360,9 @@ name = "omrc2"
     CHECK(a.options.planes == 4);
     CHECK(a.options.ev_timeout_ns == 1'000'000);
     CHECK(a.options.args.at("local") == "[::1]:14800");
-    CHECK(a.options.args.at("sock_buf_bytes") == "1048576");
-    CHECK(a.options.args.size() == 2);
+    CHECK(a.options.args.at("planes") == "4");
+    CHECK(a.options.args.at("pcap") == "all.pcap");
+    CHECK(a.options.args.size() == 3);
     CHECK(a.options.fabric.t0_per_plane == 8);
     CHECK(a.options.fabric.t1_per_plane == FabricLayout{}.t1_per_plane);
     CHECK(a.qp.evs == 32);
@@ -351,16 +373,16 @@ name = "omrc2"
     CHECK(b.driver == "loopback");
     CHECK(b.options.planes == 2);
     CHECK(b.options.ev_timeout_ns == 1'000'000);
-    CHECK(b.options.args.at("local") == "[::1]");
-    CHECK(b.options.args.at("sock_buf_bytes") == "1048576");
-    CHECK(b.options.args.at("rx_depth") == "8");
+    CHECK(b.options.args.at("planes") == "4");
+    CHECK(b.options.args.at("pcap") == "all.pcap");
+    CHECK(b.options.args.at("link_delay_ns") == "8");
     CHECK(b.qp.evs == 64);
     CHECK(b.qp.mtu_bytes == 2048);
     CHECK(b.qp.cc.algorithm == CcAlgorithm::nscc);
     CHECK(b.qp.cc.base_rtt_ns == 5000);
     // omrc2: nothing of its own but its name.
     CHECK(c.driver == "udp");
-    CHECK(c.options.args.at("local") == "[::1]");
+    CHECK(c.options.args.at("pcap") == "all.pcap");
     CHECK(c.qp.evs == 32);
 }
 
@@ -400,6 +422,12 @@ TEST_CASE("config: every error names the file, the key's dotted path and its lin
         std::string error;  ///< the whole message, or its beginning when it ends in "..."
     };
     const std::string dev = "[[device]]\nname = \"omrc0\"\ndriver = \"udp\"\n";  // the key is on line 4
+#ifdef OMRC_HAVE_DPDK
+    REQUIRE(omrc::dpdk::register_driver() == 0);  // registered drivers are listed, sorted
+    const std::string kDriverChoices = "\"dpdk\", \"loopback\", \"udp\"";
+#else
+    const std::string kDriverChoices = "\"loopback\", \"udp\"";
+#endif
     const std::vector<Case> cases = {
         // unknown keys, at every level
         {dev + "plane = 4\n", "cfg.toml: device 'omrc0'.plane: unknown key (line 4); accepted here: name, driver, ..."},
@@ -481,8 +509,16 @@ TEST_CASE("config: every error names the file, the key's dotted path and its lin
          "cfg.toml: device 'omrc0'.qp.cc.dcqcn_byte_counter_bytes: must be 4096..1099511627776, got 100 (line 5)"},
         {dev + "[device.qp.cc]\ndcqcn_fast_recovery_stages = 65\n",
          "cfg.toml: device 'omrc0'.qp.cc.dcqcn_fast_recovery_stages: must be 0..64, got 65 (line 5)"},
+        // the names and argument keys the drivers registered
         {"[[device]]\nname = \"omrc0\"\ndriver = \"verbs\"\n",
-         "cfg.toml: device 'omrc0'.driver: must be one of \"udp\", \"loopback\", \"dpdk\", got \"verbs\" (line 3)"},
+         "cfg.toml: device 'omrc0'.driver: must be one of " + kDriverChoices + ", got \"verbs\" (line 3)"},
+        {dev + "[device.args]\nlocal = \"[::1]:4791\"\nrx_dept = 64\n",
+         "cfg.toml: device 'omrc0'.args.rx_dept: driver udp has no argument 'rx_dept' (line 6); its arguments: "
+         "ifaces, link_poll_us, link_probe_ms, local, next_hop_macs, pcap, planes, ring_entries, rx_depth, "
+         "sock_buf_bytes, tx_slots"},
+        {"[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\n[device.args]\nendpoint = 0\nlocal = \"[::1]:4791\"\n",
+         "cfg.toml: device 'omrc0'.args.local: driver loopback has no argument 'local' (line 6); its arguments: "
+         "endpoint, endpoints, link_delay_ns, next_hop_macs, pcap, planes"},
         {dev + "local_addr = \"10.0.0.1\"\n",
          "cfg.toml: device 'omrc0'.local_addr: \"10.0.0.1\" is not an IPv6 address (such as \"fd00::1\") (line 4)"},
         {dev + "local_addr = \"[::1]\"\n", "cfg.toml: device 'omrc0'.local_addr: \"[::1]\" is not an IPv6 address ..."},
@@ -573,6 +609,11 @@ TEST_CASE("config: the example files of examples/configs/ parse to what they say
     std::sort(names.begin(), names.end());
     CHECK(names == std::vector<std::string>{"dpdk-af_packet.toml", "dpdk-memif.toml", "dpdk-tap.toml", "loopback.toml",
                                             "nic-pair.toml", "udp-srv6.toml", "udp.toml"});
+#ifdef OMRC_HAVE_DPDK
+    REQUIRE(omrc::dpdk::register_driver() == 0);  // the dpdk examples name it
+#else
+    SKIP("the dpdk driver is not in this build: its example files name it");
+#endif
     std::map<std::string, ConfigFile> files;
     for (const std::string& name : names) {
         ConfigFile f;
