@@ -9,6 +9,8 @@ pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
 find_package(fmt 9 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+# Worker threads of a device (lib/runtime/worker_thread.cpp).
+find_package(Threads REQUIRED)
 if(OMRC_BUILD_TESTS)
   find_package(Catch2 2.13 REQUIRED)
 endif()

@@ -4,6 +4,7 @@
 // arguments; so does docs/DRIVERS.md).
 #include <algorithm>
 #include <cerrno>
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out, std::string& e
 }
 
 int make_dpdk_driver(const DeviceOptions& options, driver::AttachedDriver& out, std::string& error) noexcept {
+    if (options.workers != 1) {
+        error = fmt::format("workers={}: the dpdk driver opens one queue per port", options.workers);
+        return EINVAL;
+    }
     DpdkOptions o;
     if (const int e = parse_options(options, o, error); e != 0) return e;
     std::unique_ptr<DpdkDriver> drv;
@@ -53,7 +58,7 @@ int make_dpdk_driver(const DeviceOptions& options, driver::AttachedDriver& out, 
     // fd6d:7263:0:d9d::<MAC of plane 0>: a unique-local default address.
     out.default_addr = {0xfd, 0x6d, 0x72, 0x63, 0x00, 0x00, 0x0d, 0x9d};
     std::copy(ports[0].mac.begin(), ports[0].mac.end(), out.default_addr.begin() + 10);
-    out.driver = std::move(drv);
+    out.queues.push_back(std::move(drv));
     return 0;
 }
 

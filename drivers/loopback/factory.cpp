@@ -64,7 +64,11 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
         }
     }
     try {
-        out.driver = fabric->attach(endpoint);
+        if (options.workers != 1) {
+            error = fmt::format("workers={}: the loopback driver attaches one queue", options.workers);
+            return EINVAL;
+        }
+        out.queues.push_back(fabric->attach(endpoint));
     } catch (const std::out_of_range&) {
         error = fmt::format("endpoint {} does not exist (the fabric has {})", endpoint, fabric->config().endpoints);
         return EINVAL;

@@ -22,6 +22,10 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, s
     }
     // srv6: whole Ethernet frames through one AF_PACKET socket per interface
     // (`ifaces`); plain: UDP datagrams.
+    if (options.workers != 1) {
+        error = fmt::format("workers={}: the udp driver opens one socket set", options.workers);
+        return EINVAL;
+    }
     const bool raw = options.frame_mode == FrameMode::srv6;
     UdpConfig cfg;
     if (const int rc = parse_args(options.args, options.planes, cfg, error, raw); rc != 0) return rc;
@@ -49,7 +53,7 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, s
         log::logger().info("udp: srv6 mode, {} planes over raw sockets", drv->planes());
     else
         log::logger().info("udp: {} planes, first port {}", drv->planes(), drv->base_port(0));
-    out.driver = std::move(drv);
+    out.queues.push_back(std::move(drv));
     return 0;
 }
 

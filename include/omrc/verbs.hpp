@@ -14,11 +14,15 @@
 // posting, polling, modify, registration and deregistration included. A
 // program that moves a Device between threads provides the happens-before
 // itself (e.g. a mutex around its own calls). Different Devices are
-// independent and may be driven from different threads.
+// independent and may be driven from different threads. A device with
+// worker threads (DeviceOptions::workers, worker_threads) runs its data path
+// on them; the program's calls keep the rule above (docs/VERBS.md, "Workers").
 //
-// Progress. Nothing happens in the background: frames are received and sent,
-// timers run and completions reach CQs only inside Device::progress().
-// Posting queues work; polling a CQ only reads what progress() put there.
+// Progress. Without worker threads nothing happens in the background: frames
+// are received and sent, timers run and completions reach CQs only inside
+// Device::progress(). Posting queues work; polling a CQ only reads what
+// progress() put there. With worker threads the workers do all of that;
+// progress() and Cq::poll() collect the completions they produced.
 //
 // Errors. Calls return errno values (0 = success) or take an `int* err`
 // that receives one. Every WR that fails after it was accepted produces a
@@ -234,6 +238,9 @@ struct QpInitAttr {
     Cq* recv_cq = nullptr;
     QpCap cap{};
     bool sq_sig_all = false;  ///< every send WR is signalled, whatever its flags
+    /// The worker that owns the QP (DeviceOptions::workers): 0..workers-1,
+    /// or -1 to place QPs on the workers in turn. Its QPN names it.
+    int worker = -1;
 };
 
 using Ipv6Addr = std::array<std::uint8_t, 16>;
@@ -317,6 +324,18 @@ struct LidAddress {
 [[nodiscard]] DeviceAddress peer_from_lid(std::string_view driver, FrameMode mode, const DeviceAddress& local,
                                           const Ipv6Addr& gid, std::uint16_t lid);
 
+/// Who runs a device's workers (DeviceOptions::worker_threads).
+enum class WorkerThreads : std::uint8_t {
+    /// Threads of their own when there are several workers and the clock is
+    /// real; otherwise progress() drives them.
+    automatic = 0,
+    /// progress() drives every worker in turn on the calling thread
+    /// (deterministic: what a virtual clock needs).
+    none = 1,
+    /// A thread of its own for every worker, one worker included.
+    own = 2,
+};
+
 /// srv6 frame mode: the multi-plane two-tier Clos the device is part of.
 struct FabricLayout {
     std::uint32_t usid_block = 0xFCBB0000;  ///< 32-bit uSID locator block
@@ -396,6 +415,24 @@ struct DeviceOptions {
     std::uint32_t rx_burst_frames = 32;  ///< frames per driver rx call (1..1024)
     std::uint32_t tx_burst_frames = 32;  ///< frames per driver tx call (1..1024)
 
+    /// Workers (docs/VERBS.md, "Workers"): 1..16 engine shards, each with its
+    /// own receive and transmit queue on every port and its own QPs
+    /// (QpInitAttr::worker). A frame that a port delivers to another
+    /// worker than its QP's is handed to the owner (counted in stats_json()).
+    std::uint32_t workers = 1;
+    WorkerThreads worker_threads = WorkerThreads::automatic;
+    /// The CPU of each worker thread: one per worker, or empty: the CPUs of
+    /// the NUMA node of the driver's first port in turn where the driver
+    /// knows it (dpdk), else unpinned.
+    std::vector<int> cpus;
+    /// An idle worker thread polls for worker_spin_ns, yields the CPU until
+    /// worker_yield_ns, then sleeps up to worker_sleep_ns between passes
+    /// (woken early by a post); worker_sleep_ns = 0: never sleeps (a
+    /// dedicated core). Frames that arrive while it sleeps wait.
+    std::uint64_t worker_spin_ns = 20'000;
+    std::uint64_t worker_yield_ns = 2'000'000;
+    std::uint64_t worker_sleep_ns = 100'000;
+
     /// The device's clock in ns, read at every progress() call and nowhere
     /// else. Empty: a steady real clock. A virtual clock (simulation, tests
     /// on a virtual-clock loopback fabric) must never go backwards; devices
@@ -412,8 +449,8 @@ class Qp;
 // ---------------------------------------------------------------------------
 // Objects
 
-/// An open device: one engine, one driver endpoint (one port per plane), one
-/// MR table, one clock.
+/// An open device: one driver endpoint (one port per plane), one engine per
+/// worker, one MR table, one clock.
 class Device {
 public:
     /// Opens `driver` ("loopback"; Device::drivers() lists them). Returns
@@ -455,6 +492,9 @@ public:
     [[nodiscard]] DeviceAddress address() const;
     [[nodiscard]] std::uint32_t planes() const;
     [[nodiscard]] const std::string& driver_name() const;
+    /// DeviceOptions::workers, and whether they run on threads of their own.
+    [[nodiscard]] std::uint32_t workers() const;
+    [[nodiscard]] bool worker_threads() const;
 
     /// Counters as a JSON document: "device" (progress loop, MR table, CQs),
     /// "engine", "driver", and "qps" (per QP, with per-EV counters). A
@@ -542,9 +582,11 @@ public:
     Cq& operator=(const Cq&) = delete;
 
     /// Moves up to out.size() completions, oldest first, into `out`; returns
-    /// how many. Does not drive progress.
+    /// how many. Does not drive progress (with worker threads it collects
+    /// what the workers completed).
     std::size_t poll(std::span<Wc> out);
-    /// Completions waiting.
+    /// Completions waiting (with worker threads: those collected so far by
+    /// poll() or Device::progress()).
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
     [[nodiscard]] int cqe() const noexcept { return cqe_; }
     /// Times a completion arrived while cqe() were already waiting. No
@@ -606,6 +648,8 @@ public:
     [[nodiscard]] std::uint16_t conn_id() const noexcept { return conn_id_; }
     [[nodiscard]] QpState state() const;
     [[nodiscard]] const QpCap& cap() const noexcept { return cap_; }
+    /// The worker that owns it (QpInitAttr::worker).
+    [[nodiscard]] std::uint32_t worker() const noexcept { return worker_; }
 
 private:
     friend class Pd;
@@ -619,6 +663,16 @@ private:
     std::uint16_t conn_id_ = 0;
     QpCap cap_{};
     bool sq_sig_all_ = false;
+    std::uint32_t worker_ = 0;
+    // A worker on a thread of its own: what the posting thread knows of the
+    // QP without asking the worker (posts are queued to it).
+    QpState posted_state_ = QpState::reset;  ///< the state its modify() calls set (or err, seen in a completion)
+    std::uint32_t sq_posted_ = 0;            ///< send WRs posted (mod 2^32)
+    std::uint32_t sq_retired_ = 0;           ///< send WRs retired, as the latest send completion said
+    std::uint32_t rq_posted_ = 0;            ///< receive WRs posted
+    std::uint32_t rq_retired_ = 0;           ///< receive completions collected
+    bool peer_known_ = false;                ///< its peer is in the device's endpoint routing
+    Ipv6Addr peer_addr_{};
 };
 
 }  // namespace omrc

@@ -183,7 +183,38 @@ struct EngineConfig {
     std::uint64_t port_status_repeat_ns = 100'000; ///< re-send port-status updates this often while a port is down
 
     std::uint32_t max_qps = 1024;
+
+    /// Workers (docs/ARCHITECTURE.md, "Workers"): a device with several
+    /// workers runs one engine per worker, a shard of its QPs. The QPN names
+    /// the shard, so that a frame finds its engine from BTH.DestQP alone:
+    ///   QPN = generation << (12 + shard_bits) | shard << 12 | index
+    /// (index < 4096, the engine's QP table; the generation keeps a destroyed
+    /// QP's number from coming back soon and wraps at 2^(12 - shard_bits) - 1).
+    /// Endpoint requests carry the shard in the low shard_bits of their
+    /// request id (BTH.PSN[15:0]), so that the answer comes back to it.
+    /// shard_bits = 0: one engine, numbered as ever.
+    std::uint32_t shard = 0;       ///< this engine's shard, < 2^shard_bits
+    std::uint32_t shard_bits = 0;  ///< 0..kMaxShardBits
 };
+
+/// At most 2^kMaxShardBits engines (workers) per device.
+inline constexpr std::uint32_t kMaxShardBits = 4;
+inline constexpr std::uint32_t kQpnShardShift = 12;  ///< = kQpIndexBits (engine.hpp)
+
+/// The shard a QPN of a device with `shard_bits` names.
+[[nodiscard]] constexpr std::uint32_t qpn_shard(std::uint32_t qpn, std::uint32_t shard_bits) noexcept {
+    return (qpn >> kQpnShardShift) & ((1u << shard_bits) - 1);
+}
+/// The shard an endpoint request id (BTH.PSN[15:0] of EP_REQUEST/EP_RESPONSE) names.
+[[nodiscard]] constexpr std::uint32_t request_id_shard(std::uint32_t request_id, std::uint32_t shard_bits) noexcept {
+    return request_id & ((1u << shard_bits) - 1);
+}
+/// The fewest shard bits that number `shards` shards (1 → 0, 2 → 1, 3..4 → 2, ...).
+[[nodiscard]] constexpr std::uint32_t shard_bits_for(std::uint32_t shards) noexcept {
+    std::uint32_t bits = 0;
+    while ((1u << bits) < shards) ++bits;
+    return bits;
+}
 
 /// Capacities fixed at QP creation (ibverbs qp_init_attr.cap).
 struct QpCaps {

@@ -69,6 +69,8 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
     cfg_.planes = std::clamp<std::uint32_t>(cfg_.planes, 1, kMaxPlanes);
     cfg_.max_qps = std::clamp<std::uint32_t>(cfg_.max_qps, 1, kQpIndexMask + 1);
     cfg_.ack_every_pkts = std::clamp<std::uint32_t>(cfg_.ack_every_pkts, 1, 64);
+    cfg_.shard_bits = std::min(cfg_.shard_bits, kMaxShardBits);
+    cfg_.shard &= (1u << cfg_.shard_bits) - 1;
     qps_.resize(cfg_.max_qps);
     local_up_ = all_planes();
 }
@@ -140,8 +142,9 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     const auto index = static_cast<std::uint32_t>(slot - qps_.begin());
     // A generation in the high bits keeps a destroyed QP's number from being
     // reused soon (stale packets then find no QP).
-    qpn_generation_ = (qpn_generation_ % 4095) + 1;
-    qp->qpn = (qpn_generation_ << kQpIndexBits) | index;
+    const std::uint32_t generations = (1u << (kQpIndexBits - cfg_.shard_bits)) - 1;  // 4095 for one shard
+    qpn_generation_ = (qpn_generation_ % generations) + 1;
+    qp->qpn = (qpn_generation_ << (kQpIndexBits + cfg_.shard_bits)) | (cfg_.shard << kQpIndexBits) | index;
     // Connection ids (SETH/NETH/PETH spdcid and dpdcid) are the QPNs' low 16
     // bits, as the public MRC builders fill them: a peer NIC that never took
     // part in our connection setup fills the same values.
@@ -321,7 +324,11 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         if (wr.is_inline && len > qp->caps.max_inline_data) return {EINVAL, 0, i};
         if (qp->sq_count == qp->sq.size()) return {ENOMEM, 0, i};
         if (qp->state == QpState::err) {
-            complete({.wr_id = wr.wr_id, .qpn = qp->qpn, .status = WcStatus::wr_flush_err, .opcode = WcOpcode::rdma_write});
+            complete({.wr_id = wr.wr_id,
+                      .qpn = qp->qpn,
+                      .status = WcStatus::wr_flush_err,
+                      .opcode = WcOpcode::rdma_write,
+                      .sq_retired = ++qp->sq_retired});
             continue;
         }
         const std::uint32_t slot = (qp->sq_head + qp->sq_count) % static_cast<std::uint32_t>(qp->sq.size());
@@ -437,7 +444,8 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
         complete({.wr_id = m.req.wr_id,
                   .qpn = qp.qpn,
                   .status = first ? first_status : WcStatus::wr_flush_err,
-                  .opcode = WcOpcode::rdma_write});
+                  .opcode = WcOpcode::rdma_write,
+                  .sq_retired = ++qp.sq_retired});
         first = false;
     }
     qp.sq_count = qp.sq_unsegmented = 0;
@@ -584,7 +592,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     rx_ev_ = f.ev;
     rx_telemetry_ = frame.telemetry;
     if (op == wire::Opcode::ep_request || op == wire::Opcode::ep_response) {
-        on_endpoint(f, frame.plane, now);
+        on_endpoint(f, frame.plane, frame.no_reply, now);
         return;
     }
     Qp* qp = qp_by_num(f.bth.dest_qp);

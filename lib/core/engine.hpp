@@ -31,6 +31,7 @@ inline constexpr std::size_t kCtrlQueueLimit = 8192;
 /// A QPN's low bits index the engine's QP table; the bits above are a generation.
 inline constexpr std::uint32_t kQpIndexBits = 12;
 inline constexpr std::uint32_t kQpIndexMask = (1u << kQpIndexBits) - 1;
+static_assert(kQpIndexBits == kQpnShardShift, "the shard sits right above the QP index (EngineConfig::shard)");
 /// Path events kept until polled.
 inline constexpr std::size_t kPathEventLimit = 1024;
 
@@ -213,7 +214,8 @@ private:
     void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_probe(Qp& qp, const wire::FrameView& f, std::uint8_t plane, TimeNs now);
-    void on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs now);
+    /// `no_reply`: another engine of the device answers this request (RxFrame::no_reply).
+    void on_endpoint(const wire::FrameView& f, std::uint8_t plane, bool no_reply, TimeNs now);
     /// The live QP whose peer is `addr` (endpoint messages name no QP), or null.
     Qp* qp_of_peer(const std::uint8_t* addr) noexcept;
     /// Notes a received data packet for the acknowledgement at the end of the burst.
@@ -278,7 +280,7 @@ private:
     EngineStats stats_{};
     std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn & 0xFFF
     std::vector<Qp*> live_;                  ///< every existing QP, for loops that must not scan empty slots
-    std::uint32_t qpn_generation_ = 1;
+    std::uint32_t qpn_generation_ = 1;       ///< 1 .. 2^(12 - shard_bits) - 1
     std::uint32_t tx_cursor_ = 0;            ///< round-robin over tx_active_ in poll_tx
     std::vector<Qp*> tx_active_;             ///< QPs with something to send (Qp::tx_listed)
     std::vector<Qp*> ack_list_;              ///< QPs that received data in the current burst (Qp::ack_queued)
@@ -337,7 +339,7 @@ private:
     };
     static constexpr std::size_t kEpPendingLimit = 256;
     Ring<EpRequest> ep_pending_;
-    std::uint16_t ep_request_id_ = 0;
+    std::uint16_t ep_request_seq_ = 0;       ///< request ids are (seq << shard_bits | shard) mod 2^16
 };
 
 }  // namespace omrc::core

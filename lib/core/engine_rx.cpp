@@ -62,7 +62,8 @@ bool Engine::send_ep_request(const Qp& qp, std::uint8_t plane, std::uint32_t ev,
     if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
     s.bth.opcode = wire::Opcode::ep_request;
     s.bth.dest_qp = wire::kEndpointQpn;
-    const std::uint16_t id = ++ep_request_id_;
+    // The low shard_bits name this engine's shard: the answer comes back to it.
+    const auto id = static_cast<std::uint16_t>((++ep_request_seq_ << cfg_.shard_bits) | cfg_.shard);
     s.bth.psn = id;
     s.erth = erth;
     g->plane = plane;
@@ -508,7 +509,7 @@ void Engine::send_ep_response(Qp& qp, std::uint8_t plane, std::uint16_t request_
     ++stats_.ep_responses_sent;
 }
 
-void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs now) {
+void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, bool no_reply, TimeNs now) {
     if (f.bth.dest_qp != wire::kEndpointQpn) return drop(DropReason::unexpected);
     // Only peers we have a connection with are answered or believed.
     Qp* qp = qp_of_peer(f.ip_src());
@@ -565,6 +566,10 @@ void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, TimeNs no
             }
             break;
         default: return drop(DropReason::unexpected);  // an op we do not know is never a port-status update
+    }
+    if (no_reply) {
+        ++stats_.ep_requests_observed;  // another engine of this device answers it
+        return;
     }
     send_ep_response(*qp, plane, request_id, erth);
 }

@@ -646,12 +646,14 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
         const SendMsg& m = qp.sq[qp.sq_head];
         const std::uint32_t last = psn_add(m.first_psn, m.npkts - 1);
         if (psn_diff(last, qp.snd_una) >= 0) break;
+        ++qp.sq_retired;
         if (m.req.signaled) {
             complete({.wr_id = m.req.wr_id,
                       .qpn = qp.qpn,
                       .status = WcStatus::success,
                       .opcode = WcOpcode::rdma_write,
-                      .byte_len = m.length});
+                      .byte_len = m.length,
+                      .sq_retired = qp.sq_retired});
             ++qp.stats.send_completions;
         }
         qp.sq_head = (qp.sq_head + 1) % n;
@@ -918,7 +920,8 @@ void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
         complete({.wr_id = early.req.wr_id,
                   .qpn = qp.qpn,
                   .status = WcStatus::wr_flush_err,
-                  .opcode = WcOpcode::rdma_write});
+                  .opcode = WcOpcode::rdma_write,
+                  .sq_retired = ++qp.sq_retired});
         qp.sq_head = (qp.sq_head + 1) % n;
         --qp.sq_count;
     }

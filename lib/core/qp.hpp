@@ -84,6 +84,7 @@ struct Qp {
     std::uint32_t sq_head = 0;      ///< oldest outstanding message
     std::uint32_t sq_count = 0;     ///< outstanding messages
     std::uint32_t sq_unsegmented = 0;  ///< messages at the tail not yet given PSNs
+    std::uint32_t sq_retired = 0;   ///< send WRs retired so far, completed or flushed (mod 2^32; Completion::sq_retired)
     std::uint32_t seg_msg = 0;      ///< message being segmented (index into sq)
     std::uint32_t seg_offset = 0;   ///< its next byte to put in a packet
     std::uint32_t snd_una = 0;      ///< oldest unacknowledged PSN

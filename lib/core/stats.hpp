@@ -64,6 +64,7 @@ struct EngineStats {
     std::uint64_t port_status_received = 0;
     std::uint64_t ep_responses_sent = 0;      ///< EETH answers to endpoint requests
     std::uint64_t ep_responses_received = 0;  ///< EETH answers matched to a request of ours
+    std::uint64_t ep_requests_observed = 0;   ///< endpoint requests acted on that another engine of the device answered
     std::uint64_t ctrl_queue_overflow = 0;
     std::uint64_t path_events_dropped = 0;  ///< path events not polled before the queue filled (oldest dropped)
     std::uint64_t path_alarms_sent = 0;      ///< PATH_ALARM endpoint requests sent to peers (OpenMRC, §11.5)

@@ -40,6 +40,11 @@ struct Completion {
     bool has_imm = false;
     std::uint32_t byte_len = 0;   ///< recv: bytes of the WRITE_WITH_IMM message
     std::uint32_t imm_data = 0;   ///< host order as posted by the peer
+    /// Send-side completions: the send WRs the QP's send queue has retired
+    /// so far, this one included (signalled or not, mod 2^32): what a poster
+    /// on another thread needs to know how full the queue is (a signalled
+    /// WR's completion retires the unsignalled ones before it).
+    std::uint32_t sq_retired = 0;
 };
 
 enum class QpState : std::uint8_t { reset, init, rtr, rts, err };

@@ -57,6 +57,43 @@ enum class IcrcHandling : std::uint8_t {
     return h == IcrcHandling::software ? "software" : "not_needed";
 }
 
+/// How a driver with several queues (one per worker of the device,
+/// DeviceOptions::workers) spreads received frames over them.
+enum class Steering : std::uint8_t {
+    /// One queue: every frame arrives there.
+    single,
+    /// Each frame arrives on the queue of the worker that owns it: its
+    /// DestQP names the worker (core::qpn_shard), endpoint messages go to
+    /// queue 0. The runtime still routes every frame (a frame the medium
+    /// misdelivers, endpoint requests for the other workers) but rarely has
+    /// to hand one over.
+    by_qpn,
+    /// Frames arrive on any queue (RSS, a hash, a fan-out): the runtime hands
+    /// each frame of another worker's QP to it (runtime/frame_exchange.hpp).
+    spread,
+};
+
+[[nodiscard]] constexpr const char* to_string(Steering s) noexcept {
+    switch (s) {
+        case Steering::single: return "single";
+        case Steering::by_qpn: return "by_qpn";
+        case Steering::spread: return "spread";
+    }
+    return "unknown";
+}
+
+/// A queue's steering and how it is done ("rte_flow", "reuseport_cbpf",
+/// "fabric", "rss", ...), shown in the device's stats.
+struct SteeringInfo {
+    Steering kind = Steering::single;
+    std::string method = "none";
+};
+
+/// Each Driver object is one queue of a driver: with DeviceOptions::workers
+/// = N the factory opens N of them (queue w of every port belongs to worker
+/// w) and each is driven by its worker's thread only, never two at once by
+/// one thread's calls into another's state. Queues of one driver share the
+/// ports: link state, port counters and the port's own settings.
 class Driver {
 public:
     virtual ~Driver() = default;
@@ -112,6 +149,12 @@ public:
     /// the caller for longer than a mutex hand-over.
     [[nodiscard]] virtual bool stats_wanted() const { return false; }
     virtual void publish_stats(std::string json) { (void)json; }
+
+    /// How received frames reach this queue (the same for every queue of a driver).
+    [[nodiscard]] virtual SteeringInfo steering() const { return {}; }
+    /// The NUMA node of the driver's first port (where its workers belong
+    /// when DeviceOptions::cpus names none), -1 when unknown or irrelevant.
+    [[nodiscard]] virtual int numa_node() const { return -1; }
 };
 
 }  // namespace omrc::driver

@@ -27,19 +27,22 @@
 
 namespace omrc::driver {
 
-/// What a factory hands back: the driver of one endpoint and how that
+/// What a factory hands back: the queues of one endpoint and how that
 /// endpoint is addressed.
 struct AttachedDriver {
     /// Whatever the driver needs kept alive (e.g. a private loopback fabric).
-    /// Declared first: destroyed after `driver`.
+    /// Declared first: destroyed after the queues.
     std::shared_ptr<void> keepalive;
-    std::unique_ptr<Driver> driver;
+    /// One queue per worker (DeviceOptions::workers of them, queue w for
+    /// worker w; see Driver). Destroyed in reverse order.
+    std::vector<std::unique_ptr<Driver>> queues;
     core::PlaneMacs macs{};          ///< our MAC on each plane
     wire::Ipv6Addr default_addr{};   ///< used when DeviceOptions::local_addr is all zero
 };
 
 /// The one open contract of every driver: builds the driver of one endpoint
-/// from the options (args, driver_context, planes, frame_mode, local_addr).
+/// from the options (args, driver_context, planes, frame_mode, local_addr,
+/// workers: exactly that many queues, or EINVAL saying how many it can).
 /// Returns 0 with `out` filled, or an errno with `error` saying in words what
 /// was wrong (the runtime logs it once as "<driver>: <error>" and hands the
 /// errno to Device::open's caller):

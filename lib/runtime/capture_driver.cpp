@@ -12,8 +12,7 @@ namespace {
 constexpr int kSnapLen = 65535;
 }
 
-std::unique_ptr<CaptureDriver> CaptureDriver::open(std::unique_ptr<driver::Driver> inner, const std::string& path,
-                                                   int& err, std::string& why) {
+std::shared_ptr<CaptureFile> CaptureFile::open(const std::string& path, int& err, std::string& why) {
     pcap_t* dead = pcap_open_dead(DLT_EN10MB, kSnapLen);
     if (dead == nullptr) {
         err = ENOMEM;
@@ -29,24 +28,35 @@ std::unique_ptr<CaptureDriver> CaptureDriver::open(std::unique_ptr<driver::Drive
         return nullptr;
     }
     err = 0;
-    return std::unique_ptr<CaptureDriver>(new CaptureDriver(std::move(inner), dead, dumper));
+    return std::shared_ptr<CaptureFile>(new CaptureFile(dead, dumper));
 }
 
-CaptureDriver::CaptureDriver(std::unique_ptr<driver::Driver> inner, pcap* dead, pcap_dumper* dumper)
-    : inner_(std::move(inner)), dead_(dead), dumper_(dumper) {}
-
-CaptureDriver::~CaptureDriver() {
+CaptureFile::~CaptureFile() {
     pcap_dump_close(dumper_);
     pcap_close(dead_);
 }
 
-void CaptureDriver::write(std::uint64_t now_ns, std::span<const std::uint8_t> bytes) {
+void CaptureFile::write(std::uint64_t now_ns, std::span<const std::uint8_t> bytes) {
     pcap_pkthdr h{};
     h.ts.tv_sec = static_cast<time_t>(now_ns / 1'000'000'000);
     h.ts.tv_usec = static_cast<suseconds_t>(now_ns % 1'000'000'000 / 1000);
     h.caplen = static_cast<bpf_u_int32>(std::min<std::size_t>(bytes.size(), kSnapLen));
     h.len = static_cast<bpf_u_int32>(bytes.size());
+    std::lock_guard lock(mutex_);
     pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, bytes.data());
+}
+
+int CaptureDriver::wrap_all(std::vector<std::unique_ptr<driver::Driver>>& queues, const std::string& path,
+                            std::string& why) {
+    int err = 0;
+    std::shared_ptr<CaptureFile> file = CaptureFile::open(path, err, why);
+    if (file == nullptr) return err;
+    for (auto& q : queues) q = std::make_unique<CaptureDriver>(std::move(q), file);
+    return 0;
+}
+
+void CaptureDriver::write(std::uint64_t now_ns, std::span<const std::uint8_t> bytes) {
+    file_->write(now_ns, bytes);
     ++frames_;
     bytes_ += bytes.size();
 }

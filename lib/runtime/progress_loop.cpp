@@ -9,12 +9,14 @@
 
 namespace omrc::runtime {
 
-ProgressLoop::ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg)
-    : drv_(drv), engine_(engine), cfg_(cfg), path_log_(cfg.path_log) {
+ProgressLoop::ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg,
+                           FrameExchange* exchange, std::uint32_t worker)
+    : drv_(drv), engine_(engine), cfg_(cfg), exchange_(exchange), worker_(worker), path_log_(cfg.path_log) {
     cfg_.rx_burst_frames = std::max<std::uint32_t>(cfg_.rx_burst_frames, 1);
     cfg_.tx_burst_frames = std::max<std::uint32_t>(cfg_.tx_burst_frames, 1);
     cfg_.max_bursts_per_pass = std::max<std::uint32_t>(cfg_.max_bursts_per_pass, 1);
     rx_buf_.resize(cfg_.rx_burst_frames);
+    if (exchange_ != nullptr) handed_buf_.resize(cfg_.rx_burst_frames);
     tx_buf_.resize(cfg_.tx_burst_frames);
     wc_buf_.resize(64);
 }
@@ -51,7 +53,7 @@ std::size_t ProgressLoop::poll_links(core::TimeNs now) {
 }
 
 std::size_t ProgressLoop::receive(core::TimeNs now) {
-    std::size_t total = 0;
+    std::size_t total = exchange_ != nullptr ? receive_handed(now) : 0;
     for (std::uint32_t b = 0; b < cfg_.max_bursts_per_pass; ++b) {
         const std::size_t n = drv_.rx_burst(rx_buf_, now);
         if (n == 0) return total;
@@ -59,13 +61,47 @@ std::size_t ProgressLoop::receive(core::TimeNs now) {
         // The burst's views stay valid until the next rx_burst() call. One
         // engine call per burst: acknowledgements are decided once per QP
         // at its end.
-        engine_.on_rx_burst(std::span(rx_buf_).first(n), now);
+        const std::size_t own = exchange_ != nullptr ? route(n, now) : n;
+        if (own != 0) engine_.on_rx_burst(std::span(rx_buf_).first(own), now);
         total += n;
         stats_.rx_frames += n;
         if (n < rx_buf_.size()) return total;
     }
     pending_ = true;
     return total;
+}
+
+std::size_t ProgressLoop::route(std::size_t n, core::TimeNs now) {
+    std::size_t own = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const driver::RxFrame& f = rx_buf_[i];
+        const FrameRoute r = exchange_->route(f, worker_);
+        for (std::uint32_t m = r.observer_mask; m != 0; m &= m - 1) {
+            const auto w = static_cast<std::uint32_t>(__builtin_ctz(m));
+            if (w == worker_) {
+                // This worker observes a request another one answers: its own
+                // engine sees a no-reply copy, handed to itself.
+                driver::RxFrame copy = f;
+                copy.no_reply = true;
+                engine_.on_rx_burst(std::span(&copy, 1), now);
+            } else {
+                (void)exchange_->hand_over(worker_, w, f, true);
+            }
+        }
+        if (r.owner == worker_) rx_buf_[own++] = f;
+        else (void)exchange_->hand_over(worker_, r.owner, f, false);
+    }
+    exchange_->note_own(worker_, own);
+    return own;
+}
+
+std::size_t ProgressLoop::receive_handed(core::TimeNs now) {
+    const std::size_t max = std::size_t{cfg_.max_bursts_per_pass} * handed_buf_.size();
+    const std::size_t n = exchange_->drain(worker_, handed_buf_, max, [&](std::span<const wire::RxFrame> frames) {
+        engine_.on_rx_burst(frames, now);
+    });
+    if (n == max) pending_ = true;
+    return n;
 }
 
 std::size_t ProgressLoop::offer(std::span<const wire::GatherFrame> frames, core::TimeNs now) {
@@ -162,6 +198,7 @@ std::size_t ProgressLoop::drain_completions(CompletionSink& sink) {
 
 core::TimeNs ProgressLoop::next_wakeup(core::TimeNs now) const noexcept {
     if (pending_ || !kept_.empty() || !held_.empty()) return now;
+    if (exchange_ != nullptr && exchange_->has_inbound(worker_)) return now;
     return std::min<core::TimeNs>(engine_.next_wakeup(), drv_.next_event_ns());
 }
 

@@ -18,7 +18,14 @@
 // memory once it sees the completion. Copying drivers release at once, so
 // nothing is held for them. Receive completions never wait.
 //
-// Threads: the device's owning thread only.
+// Workers. A device with several workers (docs/ARCHITECTURE.md, "Workers")
+// runs one loop per worker, each over its own driver queue and engine shard,
+// joined by a FrameExchange: each received frame is routed there, frames of
+// another worker's shard are handed to it, and every pass feeds the engine
+// what the other workers handed over.
+//
+// Threads: the thread driving the worker (the device's owning thread, or the
+// worker's own thread) only.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +35,7 @@
 
 #include "core/engine.hpp"
 #include "driver/driver.hpp"
+#include "runtime/frame_exchange.hpp"
 #include "runtime/path_event_log.hpp"
 
 namespace omrc::runtime {
@@ -45,7 +53,7 @@ struct ProgressConfig {
 struct ProgressStats {
     std::uint64_t passes = 0;
     std::uint64_t rx_bursts = 0;          ///< rx_burst calls that returned frames
-    std::uint64_t rx_frames = 0;
+    std::uint64_t rx_frames = 0;          ///< frames received from the driver (for any worker)
     std::uint64_t tx_bursts = 0;          ///< tx_burst calls
     std::uint64_t tx_frames = 0;          ///< frames the driver accepted
     std::uint64_t tx_partial = 0;         ///< tx_burst calls that accepted less than offered
@@ -65,7 +73,10 @@ public:
 
 class ProgressLoop {
 public:
-    ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg);
+    /// `exchange`: the device's workers' exchange, this loop being worker
+    /// `worker` of it; null for a device of one worker.
+    ProgressLoop(driver::Driver& drv, core::Engine& engine, const ProgressConfig& cfg,
+                 FrameExchange* exchange = nullptr, std::uint32_t worker = 0);
 
     /// One pass at time `now`. Returns frames received + frames accepted by
     /// the driver + completions delivered.
@@ -90,6 +101,12 @@ public:
 private:
     std::size_t poll_links(core::TimeNs now);
     std::size_t receive(core::TimeNs now);
+    /// Routes a burst from the driver: the frames of this worker's shard are
+    /// packed to the front of rx_buf_ (their count is returned), the others
+    /// handed over.
+    std::size_t route(std::size_t n, core::TimeNs now);
+    /// Feeds the engine the frames other workers handed over.
+    std::size_t receive_handed(core::TimeNs now);
     std::size_t transmit(core::TimeNs now);
     /// Offers `frames` to the driver; returns how many it accepted.
     std::size_t offer(std::span<const wire::GatherFrame> frames, core::TimeNs now);
@@ -105,10 +122,13 @@ private:
     driver::Driver& drv_;
     core::Engine& engine_;
     ProgressConfig cfg_;
+    FrameExchange* exchange_ = nullptr;
+    std::uint32_t worker_ = 0;
     ProgressStats stats_{};
     PathEventLog path_log_;
     bool pending_ = true;  ///< a pass stopped at a limit, or work was submitted since
     std::vector<driver::RxFrame> rx_buf_;
+    std::vector<driver::RxFrame> handed_buf_;        ///< views of frames other workers handed over
     std::vector<wire::GatherFrame> tx_buf_;
     std::vector<core::Completion> wc_buf_;
     std::vector<wire::GatherFrame> kept_;            ///< refused frames, in order

@@ -173,8 +173,9 @@ const char* to_string(core::QpState s) noexcept {
     return "unknown";
 }
 
-nlohmann::json engine_json(const core::Engine& engine) {
-    const core::EngineStats& s = engine.stats();
+nlohmann::json engine_json(const core::Engine& engine) { return engine_json(engine.stats(), engine.local_plane_mask()); }
+
+nlohmann::json engine_json(const core::EngineStats& s, std::uint32_t local_plane_mask) {
     nlohmann::json wire_errors = nlohmann::json::object();
     for (std::size_t i = 1; i < s.rx_wire_errors.size(); ++i)
         wire_errors[std::string(wire::to_string(static_cast<wire::WireError>(i)))] = s.rx_wire_errors[i];
@@ -193,8 +194,9 @@ nlohmann::json engine_json(const core::Engine& engine) {
             {"path_alarms_believed", s.path_alarms_believed},
             {"ep_responses_sent", s.ep_responses_sent},
             {"ep_responses_received", s.ep_responses_received},
+            {"ep_requests_observed", s.ep_requests_observed},
             {"ctrl_queue_overflow", s.ctrl_queue_overflow},
-            {"local_plane_mask", engine.local_plane_mask()}};
+            {"local_plane_mask", local_plane_mask}};
 }
 
 nlohmann::json qp_json(const core::Qp& qp) {
@@ -268,8 +270,9 @@ nlohmann::json qp_json(const core::Qp& qp) {
     return j;
 }
 
-nlohmann::json driver_json(const driver::Driver& drv) {
-    const driver::DriverStats s = drv.stats();
+nlohmann::json driver_json(const driver::Driver& drv) { return driver_json(drv, drv.stats()); }
+
+nlohmann::json driver_json(const driver::Driver& drv, const driver::DriverStats& s) {
     nlohmann::json links = nlohmann::json::array();
     for (std::uint32_t p = 0; p < drv.planes(); ++p) links.push_back(drv.link_up(p));
     std::vector<std::pair<std::string, std::uint64_t>> named;
@@ -325,6 +328,69 @@ nlohmann::json progress_json(const ProgressStats& s) {
             {"tx_kept_frames", s.tx_kept_frames}, {"timer_runs", s.timer_runs},
             {"link_events", s.link_events}, {"completions", s.completions},
             {"completions_held", s.completions_held}};
+}
+
+nlohmann::json exchange_json(const ExchangeStats& s) {
+    return {{"rx_own", s.rx_own},
+            {"rx_foreign", s.rx_foreign},
+            {"handed_in", s.handed_in},
+            {"endpoint_copies", s.endpoint_copies},
+            {"dropped_ring_full", s.dropped_ring_full},
+            {"dropped_too_large", s.dropped_too_large}};
+}
+
+void add(core::EngineStats& into, const core::EngineStats& s) noexcept {
+    // A counter added to EngineStats must be summed here too.
+    static_assert(sizeof(core::EngineStats) ==
+                      sizeof(std::uint64_t) * (13 + static_cast<std::size_t>(wire::WireError::count_) +
+                                               static_cast<std::size_t>(core::DropReason::count_)),
+                  "EngineStats changed: sum the new counter in add()");
+    into.rx_frames += s.rx_frames;
+    into.tx_frames += s.tx_frames;
+    into.tx_ctrl_frames += s.tx_ctrl_frames;
+    for (std::size_t i = 0; i < s.rx_wire_errors.size(); ++i) into.rx_wire_errors[i] += s.rx_wire_errors[i];
+    for (std::size_t i = 0; i < s.rx_drops.size(); ++i) into.rx_drops[i] += s.rx_drops[i];
+    into.port_status_sent += s.port_status_sent;
+    into.port_status_received += s.port_status_received;
+    into.ep_responses_sent += s.ep_responses_sent;
+    into.ep_responses_received += s.ep_responses_received;
+    into.ep_requests_observed += s.ep_requests_observed;
+    into.ctrl_queue_overflow += s.ctrl_queue_overflow;
+    into.path_events_dropped += s.path_events_dropped;
+    into.path_alarms_sent += s.path_alarms_sent;
+    into.path_alarms_received += s.path_alarms_received;
+    into.path_alarms_believed += s.path_alarms_believed;
+}
+
+void add(ProgressStats& into, const ProgressStats& s) noexcept {
+    static_assert(sizeof(ProgressStats) == 11 * sizeof(std::uint64_t), "ProgressStats changed: sum the new counter");
+    into.passes += s.passes;
+    into.rx_bursts += s.rx_bursts;
+    into.rx_frames += s.rx_frames;
+    into.tx_bursts += s.tx_bursts;
+    into.tx_frames += s.tx_frames;
+    into.tx_partial += s.tx_partial;
+    into.tx_kept_frames += s.tx_kept_frames;
+    into.timer_runs += s.timer_runs;
+    into.link_events += s.link_events;
+    into.completions += s.completions;
+    into.completions_held += s.completions_held;
+}
+
+void add(PathEventCounts& into, const PathEventCounts& s) noexcept {
+    for (std::size_t k = 0; k < s.by_kind.size(); ++k) into.by_kind[k] += s.by_kind[k];
+    into.logged += s.logged;
+    into.suppressed += s.suppressed;
+}
+
+void add(driver::DriverStats& into, const driver::DriverStats& s) noexcept {
+    into.rx_frames += s.rx_frames;
+    into.tx_frames += s.tx_frames;
+    into.rx_bytes += s.rx_bytes;
+    into.tx_bytes += s.tx_bytes;
+    into.tx_dropped_link_down += s.tx_dropped_link_down;
+    into.tx_dropped_full += s.tx_dropped_full;
+    into.rx_dropped_full += s.rx_dropped_full;
 }
 
 }  // namespace omrc::runtime

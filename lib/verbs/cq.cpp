@@ -34,20 +34,26 @@ Cq::~Cq() {
 }
 
 std::size_t Cq::poll(std::span<Wc> out) {
+    (void)core_->collect();  // worker threads: what they completed so far
     const std::size_t n = std::min(out.size(), entries_.size());
     std::copy_n(entries_.begin(), n, out.begin());
     entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(n));
     return n;
 }
 
-void detail::DeviceCore::on_completion(const core::Completion& c) {
+void detail::DeviceCore::route_completion(const core::Completion& c) {
     auto it = qps.find(c.qpn);
     if (it == qps.end()) {
         ++completions_orphaned;
         return;
     }
-    const Qp& qp = *it->second;
-    Cq& cq = c.opcode == core::WcOpcode::recv_rdma_with_imm ? *qp.recv_cq_ : *qp.send_cq_;
+    Qp& qp = *it->second;
+    const bool recv = c.opcode == core::WcOpcode::recv_rdma_with_imm;
+    // What a poster on this thread knows of the QP (Qp::post_send with a worker thread).
+    if (recv) ++qp.rq_retired_;
+    else qp.sq_retired_ = c.sq_retired;
+    if (c.status != core::WcStatus::success) qp.posted_state_ = QpState::err;
+    Cq& cq = recv ? *qp.recv_cq_ : *qp.send_cq_;
     Wc wc;
     wc.wr_id = c.wr_id;
     wc.status = static_cast<WcStatus>(c.status);  // both numbered as ibv_wc_status

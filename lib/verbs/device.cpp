@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <optional>
 #include <random>
+#include <sched.h>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,17 @@ int validate(const DeviceOptions& o, std::string& error) {
     if (o.ack_every_pkts == 0 || o.ack_every_pkts > 64) return bad("ack_every_pkts must be 1..64");
     if (o.ev_track_depth == 0) return bad("ev_track_depth must be ≥ 1");
     if (o.frame_mode != FrameMode::plain && o.frame_mode != FrameMode::srv6) return bad("unknown frame_mode");
+    if (o.workers == 0 || o.workers > (1u << core::kMaxShardBits))
+        return bad(fmt::format("workers={}: must be 1..{}", o.workers, 1u << core::kMaxShardBits));
+    if (!o.cpus.empty() && o.cpus.size() != o.workers)
+        return bad(fmt::format("cpus names {} CPUs for {} workers: one per worker, or none", o.cpus.size(), o.workers));
+    if (std::any_of(o.cpus.begin(), o.cpus.end(), [](int c) { return c < 0 || c >= CPU_SETSIZE; }))
+        return bad("cpus: a CPU number must be 0..1023");
+    if (o.worker_threads != WorkerThreads::automatic && o.worker_threads != WorkerThreads::none &&
+        o.worker_threads != WorkerThreads::own)
+        return bad("unknown worker_threads");
+    if (o.worker_threads == WorkerThreads::own && o.clock && o.workers > 0)
+        log::logger().warn("worker_threads=own with a clock of the caller's: the workers read it on their threads");
     if (o.frame_mode == FrameMode::srv6) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
                                     o.fabric.t1_per_plane, o.fabric.hosts_per_t0};
@@ -184,19 +196,24 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
         set_err(err, e);
         return nullptr;
     }
+    if (attached.queues.size() != options.workers ||
+        std::any_of(attached.queues.begin(), attached.queues.end(), [](const auto& q) { return q == nullptr; })) {
+        log::logger().error("{}: {} workers asked for, the driver opened {} queues", driver, options.workers,
+                            attached.queues.size());
+        set_err(err, EINVAL);
+        return nullptr;
+    }
     if (!pcap_path.empty()) {
         // Every frame the driver sends or receives, as the device sees it.
-        int e = 0;
-        auto capture = runtime::CaptureDriver::open(std::move(attached.driver), pcap_path, e, why);
-        if (capture == nullptr) {
+        if (const int e = runtime::CaptureDriver::wrap_all(attached.queues, pcap_path, why); e != 0) {
             log::logger().error("pcap={}: {}", pcap_path, why);
             set_err(err, e);
             return nullptr;
         }
-        attached.driver = std::move(capture);
         log::logger().info("capturing to {}", pcap_path);
     }
-    const std::uint32_t driver_planes = std::min(attached.driver->planes(), kMaxPlanes);
+    driver::Driver& first = *attached.queues.front();
+    const std::uint32_t driver_planes = std::min(first.planes(), kMaxPlanes);
     const std::uint32_t planes = options.planes != 0 ? options.planes : driver_planes;
     if (planes == 0 || planes > driver_planes) {
         log::logger().error("{} planes requested, driver '{}' has {}", planes, driver, driver_planes);
@@ -218,7 +235,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     ec.seed = seed;
     // Software ICRC unless the caller turned it off or the driver says the
     // medium does not need it.
-    const bool icrc_needed = attached.driver->icrc() == driver::IcrcHandling::software;
+    const bool icrc_needed = first.icrc() == driver::IcrcHandling::software;
     ec.compute_icrc = options.compute_icrc && icrc_needed;
     ec.verify_icrc = options.verify_icrc && icrc_needed;
     ec.ack_every_pkts = options.ack_every_pkts;
@@ -233,33 +250,72 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     ec.stale_path_packets = options.stale_path_packets;
     ec.port_status_repeat_ns = options.port_status_repeat_ns;
     ec.max_qps = options.max_qps;
+    ec.shard_bits = core::shard_bits_for(options.workers);
 
     auto keys = options.seed != 0 ? verbs::KeyGenerator::from_seed(options.seed) : verbs::KeyGenerator::from_entropy();
     std::function<std::uint64_t()> clock = options.clock;
+    const bool real_clock = !clock;
     if (!clock) clock = &runtime::steady_now_ns;
-    auto core = std::make_unique<detail::DeviceCore>(std::move(attached), std::string(driver), std::move(clock), keys);
-    core->next_hop_macs = next_hop_macs;
-    core->next_hop_mask = next_hop_mask;
-    core->engine = std::make_unique<core::Engine>(ec, &core->mrs);
+    auto core = std::make_unique<detail::DeviceCore>(std::move(attached.keepalive), std::string(driver),
+                                                     std::move(clock), keys);
+    detail::DeviceCore& d = *core;
+    d.next_hop_macs = next_hop_macs;
+    d.next_hop_mask = next_hop_mask;
+    d.threaded = options.worker_threads == WorkerThreads::own ||
+                 (options.worker_threads == WorkerThreads::automatic && options.workers > 1 && real_clock);
+    if (options.workers > 1) d.exchange = std::make_unique<runtime::FrameExchange>(options.workers);
     runtime::ProgressConfig pc{};
     pc.rx_burst_frames = options.rx_burst_frames;
     pc.tx_burst_frames = options.tx_burst_frames;
-    core->loop = std::make_unique<runtime::ProgressLoop>(*core->attached.driver, *core->engine, pc);
+    const std::uint64_t now = d.now();
+    for (std::uint32_t w = 0; w < options.workers; ++w) {
+        auto wk = std::make_unique<detail::Worker>(d, w, std::move(attached.queues[w]), d.mrs);
+        core::EngineConfig wc = ec;
+        wc.shard = w;
+        wc.seed = seed + w;  // an independent stream per shard (seed + 0: a single worker's as before)
+        wk->engine = std::make_unique<core::Engine>(wc, &wk->placement);
+        wk->loop = std::make_unique<runtime::ProgressLoop>(*wk->queue, *wk->engine, pc, d.exchange.get(), w);
+        // The engine starts with every plane up; tell it about ports that are not.
+        for (std::uint32_t p = 0; p < planes; ++p)
+            if (!wk->queue->link_up(p)) (void)wk->engine->submit(core::CmdLinkChange{p, false}, now);
+        if (d.threaded) {
+            wk->posts = std::make_unique<runtime::SpscQueue<detail::PostEntry>>(1024);
+            wk->done = std::make_unique<runtime::SpscQueue<core::Completion>>(4096);
+        }
+        d.workers.push_back(std::move(wk));
+    }
 
-    core->address.addr = ec.local_addr;
-    core->address.planes = planes;
-    core->address.host = ec.local_host;
-    for (std::uint32_t p = 0; p < kMaxPlanes; ++p) core->address.macs[p] = ec.local_macs[p];
+    d.address.addr = ec.local_addr;
+    d.address.planes = planes;
+    d.address.host = ec.local_host;
+    for (std::uint32_t p = 0; p < kMaxPlanes; ++p) d.address.macs[p] = ec.local_macs[p];
 
-    // The engine starts with every plane up; tell it about ports that are not.
-    const std::uint64_t now = core->now();
-    for (std::uint32_t p = 0; p < planes; ++p)
-        if (!core->attached.driver->link_up(p)) (void)core->engine->submit(core::CmdLinkChange{p, false}, now);
+    std::string cpus_text;
+    if (d.threaded) {
+        // Where the threads run: as configured, else the CPUs of the first
+        // port's NUMA node in turn, else wherever the scheduler puts them.
+        std::vector<int> cpus = options.cpus;
+        if (cpus.empty()) {
+            const std::vector<int> node = runtime::numa_node_cpus(first.numa_node());
+            for (std::uint32_t w = 0; w < options.workers && !node.empty(); ++w) cpus.push_back(node[w % node.size()]);
+        }
+        const runtime::IdleConfig idle{options.worker_spin_ns, options.worker_yield_ns, options.worker_sleep_ns};
+        for (std::uint32_t w = 0; w < options.workers; ++w) {
+            const int cpu = w < cpus.size() ? cpus[w] : -1;
+            cpus_text += fmt::format("{}{}", w == 0 ? "" : ",", cpu);
+            detail::Worker& wk = *d.workers[w];
+            wk.thread = std::make_unique<runtime::WorkerThread>(fmt::format("omrc-w{}", w), cpu, wk, idle, d.clock);
+        }
+    }
 
-    log::logger().info("device open: driver={} planes={} mode={} seed={} icrc={}{}", driver, planes,
-                           options.frame_mode == FrameMode::srv6 ? "srv6" : "plain",
-                           options.seed != 0 ? "fixed" : "random", ec.compute_icrc ? "compute" : "off",
-                           ec.verify_icrc ? "+verify" : "");
+    const driver::SteeringInfo steer = d.first_queue().steering();
+    log::logger().info("device open: driver={} planes={} mode={} seed={} icrc={}{} workers={}{}{}", driver, planes,
+                       options.frame_mode == FrameMode::srv6 ? "srv6" : "plain",
+                       options.seed != 0 ? "fixed" : "random", ec.compute_icrc ? "compute" : "off",
+                       ec.verify_icrc ? "+verify" : "", options.workers,
+                       d.threaded ? fmt::format(" threads (cpus {})", cpus_text) : std::string(),
+                       options.workers > 1 ? fmt::format(" steering={} ({})", driver::to_string(steer.kind), steer.method)
+                                           : std::string());
     set_err(err, 0);
     return std::unique_ptr<Device>(new Device(std::move(core)));
 }
@@ -291,13 +347,28 @@ std::unique_ptr<Cq> Device::create_cq(int cqe, int* err) {
 
 std::size_t Device::progress() {
     const detail::OwnerScope owner(*core_);
-    const std::size_t work = core_->loop->run_once(core_->now(), *core_);
+    const std::size_t work = core_->progress();
     // A reader on another thread (DPDK telemetry) asked for the stats.
-    if (core_->attached.driver->stats_wanted()) core_->attached.driver->publish_stats(stats_json());
+    if (core_->first_queue().stats_wanted()) core_->first_queue().publish_stats(stats_json());
     return work;
 }
 
-std::uint64_t Device::next_wakeup_ns() const { return core_->loop->next_wakeup(core_->now()); }
+std::uint64_t Device::next_wakeup_ns() const {
+    const std::uint64_t now = core_->now();
+    if (core_->threaded) {
+        // The workers run by themselves; only completions they produced wait here.
+        for (const auto& w : core_->workers)
+            if (!w->done->empty()) return now;
+        return UINT64_MAX;
+    }
+    std::uint64_t t = UINT64_MAX;
+    for (const auto& w : core_->workers) t = std::min(t, w->loop->next_wakeup(now));
+    return t;
+}
+
+std::uint32_t Device::workers() const { return static_cast<std::uint32_t>(core_->workers.size()); }
+
+bool Device::worker_threads() const { return core_->threaded; }
 
 std::uint64_t Device::now_ns() const { return core_->now(); }
 
@@ -308,18 +379,56 @@ std::uint32_t Device::planes() const { return core_->address.planes; }
 const std::string& Device::driver_name() const { return core_->driver_name; }
 
 std::string Device::stats_json() const {
-    const detail::DeviceCore& c = *core_;
-    const verbs::MrTableStats& m = c.mrs.stats();
+    detail::DeviceCore& c = *core_;
+    // The workers' counters are read while they are parked.
+    const detail::WorkerControl parked(c);
+    verbs::MrTableStats m = c.mrs.stats();
+    runtime::ProgressStats progress{};
+    runtime::PathEventCounts path_events{};
+    core::EngineStats engine{};
+    driver::DriverStats drv{};
+    std::size_t kept_now = 0;
+    nlohmann::json workers = nlohmann::json::array();
+    for (const auto& w : c.workers) {
+        const verbs::MrTableStats& p = w->placement.stats();
+        m.placed_pkts += p.placed_pkts;
+        m.placed_bytes += p.placed_bytes;
+        for (std::size_t i = 0; i < m.rejected.size(); ++i) m.rejected[i] += p.rejected[i];
+        runtime::add(progress, w->loop->stats());
+        runtime::add(path_events, w->loop->path_events());
+        runtime::add(engine, w->engine->stats());
+        runtime::add(drv, w->queue->stats());
+        kept_now += w->loop->kept_frames();
+        if (c.workers.size() == 1 && !c.threaded) continue;
+        nlohmann::json j = {{"worker", w->index},
+                            {"qps", w->qps},
+                            {"progress", runtime::progress_json(w->loop->stats())},
+                            {"engine", runtime::engine_json(*w->engine)},
+                            {"driver", runtime::driver_json(*w->queue)},
+                            {"placed_pkts", p.placed_pkts}};
+        if (c.exchange) j["exchange"] = runtime::exchange_json(c.exchange->stats(w->index));
+        if (w->thread) {
+            const runtime::WorkerThreadStats t = w->thread->stats();
+            j["thread"] = {{"cpu", t.cpu},       {"passes", t.passes}, {"busy_passes", t.busy_passes},
+                           {"yields", t.yields}, {"sleeps", t.sleeps}, {"parks", t.parks}};
+        }
+        workers.push_back(std::move(j));
+    }
+    const detail::Worker& w0 = *c.workers.front();
     nlohmann::json cqs = nlohmann::json::array();
     for (const Cq* cq : c.cqs)
         cqs.push_back({{"cqe", cq->cqe()}, {"waiting", cq->size()}, {"overruns", cq->overruns()}});
+    const driver::SteeringInfo steer = w0.queue->steering();
     nlohmann::json doc;
     doc["device"] = {
         {"driver", c.driver_name},
         {"planes", c.address.planes},
-        {"icrc", {{"compute", c.engine->config().compute_icrc}, {"verify", c.engine->config().verify_icrc}}},
-        {"progress", runtime::progress_json(c.loop->stats())},
-        {"tx_kept_now", c.loop->kept_frames()},
+        {"icrc", {{"compute", w0.engine->config().compute_icrc}, {"verify", w0.engine->config().verify_icrc}}},
+        {"workers", c.workers.size()},
+        {"worker_threads", c.threaded},
+        {"steering", {{"kind", driver::to_string(steer.kind)}, {"method", steer.method}}},
+        {"progress", runtime::progress_json(progress)},
+        {"tx_kept_now", kept_now},
         {"mr",
          {{"live", c.mrs.size()},
           {"registered", m.registered},
@@ -333,21 +442,25 @@ std::string Device::stats_json() const {
             {"out_of_bounds", m.rejected[static_cast<std::size_t>(core::PlaceStatus::out_of_bounds)]}}}}},
         {"cqs", std::move(cqs)},
         {"completions_orphaned", c.completions_orphaned},
-        {"path_events", runtime::path_events_json(c.loop->path_events(), c.engine->stats())}};
-    doc["engine"] = runtime::engine_json(*c.engine);
-    doc["driver"] = runtime::driver_json(*c.attached.driver);
+        {"path_events", runtime::path_events_json(path_events, engine)}};
+    if (!workers.empty()) doc["device"]["per_worker"] = std::move(workers);
+    doc["engine"] = runtime::engine_json(engine, w0.engine->local_plane_mask());
+    doc["driver"] = runtime::driver_json(*w0.queue, drv);
     std::vector<std::uint32_t> qpns;
     for (const auto& [qpn, qp] : c.qps) qpns.push_back(qpn);
     std::sort(qpns.begin(), qpns.end());
     nlohmann::json qps = nlohmann::json::array();
     std::vector<const core::Qp*> live;
     for (std::uint32_t qpn : qpns) {
-        if (const core::Qp* q = c.engine->find_qp(qpn)) {
-            qps.push_back(runtime::qp_json(*q));
+        const Qp& qp = *c.qps.at(qpn);
+        if (const core::Qp* q = c.worker_of(qp).engine->find_qp(qpn)) {
+            nlohmann::json j = runtime::qp_json(*q);
+            if (c.workers.size() > 1) j["worker"] = qp.worker();
+            qps.push_back(std::move(j));
             live.push_back(q);
         }
     }
-    doc["planes"] = runtime::planes_summary_json(*c.attached.driver, live);
+    doc["planes"] = runtime::planes_summary_json(*w0.queue, live);
     doc["qps"] = std::move(qps);
     return doc.dump();
 }

@@ -1,13 +1,24 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What a Device owns behind the public API: the driver, the MR table, the
-// engine, the progress loop, and the QPN → Qp map that routes completions to
-// CQs. Every member is used by the device's owning thread only.
+// What a Device owns behind the public API: the driver's queues, the MR
+// table, one Worker per DeviceOptions::workers (an engine shard, its
+// progress loop and, with worker threads, its thread and the queues to and
+// from it), the exchange between workers, and the QPN → Qp map that routes
+// completions to CQs.
+//
+// Threads (docs/ARCHITECTURE.md, "Workers"). The program's thread (one at a
+// time, verbs.hpp) owns everything here but what a worker thread runs: the
+// worker's engine, loop and driver queue. It touches those only while the
+// worker is parked (WorkerControl), except for the two queues between them:
+// `posts` (work requests, program → worker) and `done` (completions,
+// worker → program). Without worker threads every worker is driven by
+// progress() on the program's thread and the queues stay unused.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cassert>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,18 +27,67 @@
 #include <vector>
 
 #include "core/engine.hpp"
-#include "omrc/verbs.hpp"
 #include "driver/registry.hpp"
+#include "omrc/verbs.hpp"
+#include "runtime/frame_exchange.hpp"
 #include "runtime/progress_loop.hpp"
+#include "runtime/spsc_queue.hpp"
+#include "runtime/worker_thread.hpp"
 #include "verbs/mr_table.hpp"
 
 namespace omrc::detail {
 
-struct DeviceCore final : runtime::CompletionSink {
-    // Declaration order is destruction order reversed: the loop goes first,
-    // then the engine (which points at the MR table), then the driver and
-    // whatever keeps it alive.
-    driver::AttachedDriver attached;
+struct DeviceCore;
+
+/// A work request on its way to a worker thread: the engine's request, with
+/// an inline WR's bytes copied (the caller may reuse its buffer on return).
+struct PostEntry {
+    static constexpr std::uint32_t kInlineBytes = 256;  ///< inline WRs larger than this are posted while the worker is parked
+    enum class Kind : std::uint8_t { send, recv } kind = Kind::send;
+    std::uint32_t qpn = 0;
+    core::SendRequest send{};
+    core::RecvRequest recv{};
+    std::uint32_t inline_len = 0;
+    std::uint8_t inline_bytes[kInlineBytes];
+};
+
+/// One worker: an engine shard over queue `index` of every port.
+struct Worker final : runtime::CompletionSink, runtime::WorkerThread::Body {
+    Worker(DeviceCore& dev, std::uint32_t index, std::unique_ptr<driver::Driver> queue, const verbs::MrTable& mrs);
+    ~Worker() override;
+
+    DeviceCore& dev;
+    const std::uint32_t index;
+    // Declaration order is destruction order reversed: the thread stops
+    // first, then the loop, the engine (which points at the placement), the
+    // placement and the queue.
+    std::unique_ptr<driver::Driver> queue;
+    verbs::MrPlacement placement;
+    std::unique_ptr<core::Engine> engine;
+    std::unique_ptr<runtime::ProgressLoop> loop;
+    /// Threaded only (null otherwise): the queues to and from the thread.
+    std::unique_ptr<runtime::SpscQueue<PostEntry>> posts;
+    std::unique_ptr<runtime::SpscQueue<core::Completion>> done;
+    std::deque<core::Completion> done_overflow;  ///< worker side: completions `done` had no room for
+    std::uint32_t qps = 0;                        ///< live QPs (program thread)
+    std::unique_ptr<runtime::WorkerThread> thread;  ///< null: driven by progress()
+
+    [[nodiscard]] bool threaded() const noexcept { return thread != nullptr; }
+    /// Submits the posts queued so far to the engine (the worker's thread, or
+    /// the program's while the worker is parked). Returns how many.
+    std::size_t submit_posts(core::TimeNs now);
+    /// Completions into `done` (threaded) or straight to the CQs.
+    void on_completion(const core::Completion& c) override;
+    // WorkerThread::Body
+    std::size_t pass() override;
+    std::uint64_t next_wakeup_ns() override;
+};
+
+struct DeviceCore {
+    // Declaration order is destruction order reversed: the workers go
+    // first, then the exchange, the MR table they point at, and whatever
+    // keeps the driver alive.
+    std::shared_ptr<void> keepalive;
     std::string driver_name;
     std::function<std::uint64_t()> clock;
     DeviceAddress address{};
@@ -37,8 +97,10 @@ struct DeviceCore final : runtime::CompletionSink {
     std::array<MacAddr, kMaxPlanes> next_hop_macs{};
     std::uint32_t next_hop_mask = 0;
     verbs::MrTable mrs;
-    std::unique_ptr<core::Engine> engine;
-    std::unique_ptr<runtime::ProgressLoop> loop;
+    std::unique_ptr<runtime::FrameExchange> exchange;  ///< null for one worker
+    std::vector<std::unique_ptr<Worker>> workers;
+    bool threaded = false;                       ///< workers run on threads of their own
+    std::uint32_t next_worker = 0;               ///< round-robin QP placement
 
     std::unordered_map<std::uint32_t, Qp*> qps;  ///< live QPs by QPN
     std::vector<const Cq*> cqs;                  ///< live CQs (stats)
@@ -50,9 +112,10 @@ struct DeviceCore final : runtime::CompletionSink {
     std::vector<core::SendRequest> send_scratch;
     std::vector<core::RecvRequest> recv_scratch;
 
-    DeviceCore(driver::AttachedDriver drv, std::string name, std::function<std::uint64_t()> clk,
+    DeviceCore(std::shared_ptr<void> keep, std::string name, std::function<std::uint64_t()> clk,
                verbs::KeyGenerator keys)
-        : attached(std::move(drv)), driver_name(std::move(name)), clock(std::move(clk)), mrs(keys) {}
+        : keepalive(std::move(keep)), driver_name(std::move(name)), clock(std::move(clk)), mrs(keys) {}
+    ~DeviceCore();
 
     /// Debug builds: the thread inside an owner-thread entry point (the
     /// default id when none is). Two threads inside at once break the
@@ -60,8 +123,32 @@ struct DeviceCore final : runtime::CompletionSink {
     std::atomic<std::thread::id> owner_inside{};
 
     [[nodiscard]] std::uint64_t now() const { return clock(); }
-    /// Routes one engine completion to its QP's send or receive CQ.
-    void on_completion(const core::Completion& c) override;
+    [[nodiscard]] Worker& worker_of(const Qp& qp) const;
+    /// Routes one engine completion to its QP's send or receive CQ (program thread).
+    void route_completion(const core::Completion& c);
+    /// Threaded: moves what the workers completed to the CQs. Returns how many.
+    std::size_t collect();
+    /// Unthreaded: one pass of every worker. Threaded: collect().
+    std::size_t progress();
+    /// The driver queue of worker 0 (device-wide facts: planes, link state, stats requests).
+    [[nodiscard]] driver::Driver& first_queue() const { return *workers.front()->queue; }
+};
+
+/// Parks one worker (or all) for the program thread to touch what it owns,
+/// and hands it back on destruction; the posts queued to it are submitted
+/// first, so that what the program does next comes after them. Nothing to
+/// do for workers driven by progress().
+class WorkerControl {
+public:
+    WorkerControl(DeviceCore& d, Worker& w);
+    explicit WorkerControl(DeviceCore& d);  ///< every worker
+    ~WorkerControl();
+    WorkerControl(const WorkerControl&) = delete;
+    WorkerControl& operator=(const WorkerControl&) = delete;
+
+private:
+    DeviceCore& d_;
+    Worker* one_ = nullptr;  ///< null: all
 };
 
 /// Debug builds: asserts that no other thread is inside an owner-thread entry

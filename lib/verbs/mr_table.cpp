@@ -93,15 +93,20 @@ core::PlaceStatus MrTable::check_remote(std::uint32_t pd, std::uint32_t rkey, st
 
 core::PlaceStatus MrTable::place(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
                                  std::span<const std::uint8_t> bytes) {
+    return place_counted(stats_, pd, rkey, va, bytes);
+}
+
+core::PlaceStatus MrTable::place_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
+                                         std::span<const std::uint8_t> bytes) const noexcept {
     if (bytes.empty()) return core::PlaceStatus::ok;
     const core::PlaceStatus s = check_remote(pd, rkey, va, bytes.size());
     if (s != core::PlaceStatus::ok) {
-        ++stats_.rejected[static_cast<std::size_t>(s)];
+        ++stats.rejected[static_cast<std::size_t>(s)];
         return s;
     }
     std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(va)), bytes.data(), bytes.size());
-    ++stats_.placed_pkts;
-    stats_.placed_bytes += bytes.size();
+    ++stats.placed_pkts;
+    stats.placed_bytes += bytes.size();
     return s;
 }
 

@@ -2,11 +2,13 @@
 // The MR table of one device: memory registrations by rkey and lkey, key
 // allocation, and placement of received payload (core::PlacementTarget).
 //
-// Threads: owned by its Device and used by the device's owning thread only
-// (registration, deregistration, post-time lkey checks, and place() called
-// by the engine inside progress()). Because place() and remove() never run
-// concurrently, "remove() returned" implies "no later place() writes into
-// that memory" without a lock.
+// Threads: owned by its Device. Registration, deregistration and post-time
+// lkey checks run on the device's owning thread; placement runs on the
+// thread of each worker (MrPlacement), and add()/remove() only while every
+// worker is parked (a device without worker threads: the same thread).
+// Because placement and remove() never run concurrently, "remove()
+// returned" implies "no later placement writes into that memory" without a
+// lock.
 #pragma once
 
 #include <array>
@@ -74,8 +76,18 @@ public:
 
     /// The engine's whole-message check (check_remote, counted when refused).
     core::PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) override {
+        return check_counted(stats_, pd, rkey, va, len);
+    }
+
+    /// place() and check() counting into `stats` instead of the table's
+    /// own: what each worker's MrPlacement calls (several threads may do so
+    /// at once; none may while the table changes).
+    core::PlaceStatus place_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
+                                    std::span<const std::uint8_t> bytes) const noexcept;
+    core::PlaceStatus check_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
+                                    std::uint64_t len) const noexcept {
         const core::PlaceStatus s = len == 0 ? core::PlaceStatus::ok : check_remote(pd, rkey, va, len);
-        if (s != core::PlaceStatus::ok) ++stats_.rejected[static_cast<std::size_t>(s)];
+        if (s != core::PlaceStatus::ok) ++stats.rejected[static_cast<std::size_t>(s)];
         return s;
     }
 
@@ -112,6 +124,28 @@ private:
     std::unordered_map<std::uint32_t, std::uint32_t> by_lkey_;  ///< lkey → rkey
     Quarantine rkey_quarantine_;
     Quarantine lkey_quarantine_;
+    MrTableStats stats_{};
+};
+
+/// One worker's placement into a device's MR table (the worker's engine's
+/// PlacementTarget): the table's checks and copy, counted per worker so
+/// that workers share no counter. Threads: the worker's; the table changes
+/// only while every worker is parked (docs/ARCHITECTURE.md, "Workers").
+class MrPlacement final : public core::PlacementTarget {
+public:
+    explicit MrPlacement(const MrTable& table) : table_(table) {}
+    core::PlaceStatus place(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
+                            std::span<const std::uint8_t> bytes) override {
+        return table_.place_counted(stats_, pd, rkey, va, bytes);
+    }
+    core::PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) override {
+        return table_.check_counted(stats_, pd, rkey, va, len);
+    }
+    /// placed_pkts, placed_bytes and rejected (registered/deregistered stay 0).
+    [[nodiscard]] const MrTableStats& stats() const noexcept { return stats_; }
+
+private:
+    const MrTable& table_;
     MrTableStats stats_{};
 };
 

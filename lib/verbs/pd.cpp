@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Pd and Mr: protection domains and memory registration.
 #include <cerrno>
+#include <thread>
 
 #include "log/log.hpp"
 #include "verbs/device_core.hpp"
@@ -30,9 +31,13 @@ std::unique_ptr<Mr> Pd::reg_mr(void* addr, std::size_t length, std::uint32_t acc
         return nullptr;
     }
     verbs::MrEntry e;
-    if (const int rc = core_->mrs.add(handle_, reinterpret_cast<std::uintptr_t>(addr), length, access, e); rc != 0) {
-        set_err(err, rc);
-        return nullptr;
+    {
+        // The workers' placement reads the table: it changes while they are parked.
+        const detail::WorkerControl parked(*core_);
+        if (const int rc = core_->mrs.add(handle_, reinterpret_cast<std::uintptr_t>(addr), length, access, e); rc != 0) {
+            set_err(err, rc);
+            return nullptr;
+        }
     }
     auto mr = std::unique_ptr<Mr>(new Mr());
     mr->core_ = core_;
@@ -54,21 +59,31 @@ Mr::~Mr() {
 
 int Mr::deregister() {
     if (!registered_) return EINVAL;
-    // From here on place() refuses this rkey: no incoming byte lands here.
-    (void)core_->mrs.remove(rkey_);
+    {
+        // From here on placement refuses this rkey: no incoming byte lands here.
+        const detail::WorkerControl parked(*core_);
+        (void)core_->mrs.remove(rkey_);
+    }
     registered_ = false;
     --pd_->children_;
-    // Frames the progress loop keeps aside already own a copy of their
-    // payload; frames handed to the driver may still point here until it
+    // Frames the progress loops keep aside already own a copy of their
+    // payload; frames handed to a driver queue may still point here until it
     // releases them.
-    driver::Driver& drv = *core_->attached.driver;
-    for (int pass = 0; drv.tx_release_count() < core_->loop->tx_accepted(); ++pass) {
-        if (pass == kReleaseWaitPasses) {
-            log::logger().error("MR deregistration: driver '{}' still holds {} transmitted frames",
-                                    core_->driver_name, core_->loop->tx_accepted() - drv.tx_release_count());
-            break;
+    for (auto& w : core_->workers) {
+        for (int pass = 0;; ++pass) {
+            bool released = false;
+            {
+                const detail::WorkerControl parked(*core_, *w);
+                released = w->queue->tx_release_count() >= w->loop->tx_accepted();
+                if (!released && pass == kReleaseWaitPasses)
+                    log::logger().error("MR deregistration: driver '{}' (worker {}) still holds {} transmitted frames",
+                                        core_->driver_name, w->index,
+                                        w->loop->tx_accepted() - w->queue->tx_release_count());
+                if (!released && !w->threaded()) w->loop->run_once(core_->now(), *w);
+            }
+            if (released || pass == kReleaseWaitPasses) break;
+            if (w->threaded()) std::this_thread::yield();  // the worker's own passes release them
         }
-        core_->loop->run_once(core_->now(), *core_);
     }
     return 0;
 }

@@ -4,6 +4,8 @@
 // SendRequest / RecvRequest before they are submitted.
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+#include <thread>
 
 #include "verbs/device_core.hpp"
 
@@ -95,8 +97,10 @@ core::PathPolicy to_core(PathPolicy p) {
 }  // namespace
 
 std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
+    detail::DeviceCore& d = *core_;
     if (attr.send_cq == nullptr || attr.recv_cq == nullptr || attr.send_cq->core_ != core_ ||
-        attr.recv_cq->core_ != core_ || attr.cap.max_send_sge > kMaxSge || attr.cap.max_recv_sge > kMaxSge) {
+        attr.recv_cq->core_ != core_ || attr.cap.max_send_sge > kMaxSge || attr.cap.max_recv_sge > kMaxSge ||
+        attr.worker < -1 || attr.worker >= static_cast<int>(d.workers.size())) {
         set_err(err, EINVAL);
         return nullptr;
     }
@@ -106,7 +110,22 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
     caps.max_send_sge = attr.cap.max_send_sge;
     caps.max_recv_sge = attr.cap.max_recv_sge;
     caps.max_inline_data = attr.cap.max_inline_data;
-    const core::SubmitResult r = core_->engine->submit(core::CmdCreateQp{caps}, core_->now());
+    // Placed on the worker asked for, else on the workers in turn.
+    std::uint32_t worker = 0;
+    if (attr.worker >= 0) {
+        worker = static_cast<std::uint32_t>(attr.worker);
+    } else {
+        worker = d.next_worker;
+        d.next_worker = (d.next_worker + 1) % static_cast<std::uint32_t>(d.workers.size());
+    }
+    detail::Worker& w = *d.workers[worker];
+    core::SubmitResult r;
+    std::uint16_t conn_id = 0;
+    {
+        const detail::WorkerControl parked(d, w);
+        r = w.engine->submit(core::CmdCreateQp{caps}, d.now());
+        if (r.err == 0) conn_id = w.engine->qp_info(r.qpn).conn_id;
+    }
     if (r.err != 0) {
         set_err(err, r.err);
         return nullptr;
@@ -117,10 +136,12 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
     qp->send_cq_ = attr.send_cq;
     qp->recv_cq_ = attr.recv_cq;
     qp->qpn_ = r.qpn;
-    qp->conn_id_ = core_->engine->qp_info(r.qpn).conn_id;
+    qp->conn_id_ = conn_id;
     qp->cap_ = attr.cap;
     qp->sq_sig_all_ = attr.sq_sig_all;
-    core_->qps.emplace(r.qpn, qp.get());
+    qp->worker_ = worker;
+    d.qps.emplace(r.qpn, qp.get());
+    ++w.qps;
     ++children_;
     ++attr.send_cq->qps_;
     ++attr.recv_cq->qps_;
@@ -129,29 +150,44 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
 }
 
 Qp::~Qp() {
-    // Completions the engine produced for this QP still reach its CQs.
-    core_->loop->drain_completions(*core_);
-    (void)core_->engine->submit(core::CmdDestroyQp{qpn_}, core_->now());
-    core_->qps.erase(qpn_);
+    detail::DeviceCore& d = *core_;
+    detail::Worker& w = d.worker_of(*this);
+    {
+        // Completions the engine produced for this QP still reach its CQs.
+        const detail::WorkerControl parked(d, w);
+        w.loop->drain_completions(w);
+        (void)w.engine->submit(core::CmdDestroyQp{qpn_}, d.now());
+    }
+    (void)d.collect();
+    if (peer_known_ && d.exchange) d.exchange->remove_peer(peer_addr_, worker_);
+    d.qps.erase(qpn_);
+    --w.qps;
     --pd_->children_;
     --send_cq_->qps_;
     --recv_cq_->qps_;
 }
 
-QpState Qp::state() const { return from_core(core_->engine->qp_info(qpn_).state); }
+QpState Qp::state() const {
+    detail::Worker& w = core_->worker_of(*this);
+    const detail::WorkerControl parked(*core_, w);
+    return from_core(w.engine->qp_info(qpn_).state);
+}
 
 int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     if ((mask & ~kKnownMask) != 0) return EINVAL;
+    detail::DeviceCore& d = *core_;
+    detail::Worker& w = d.worker_of(*this);
+    const detail::WorkerControl parked(d, w);
     core::CmdModifyQp cmd{};
     cmd.qpn = qpn_;
     cmd.mask = mask;
     if (mask & QpAttrMask::state) {
         if (!to_core(attr.qp_state, cmd.state)) return EINVAL;
     } else {
-        cmd.state = core_->engine->qp_info(qpn_).state;
+        cmd.state = w.engine->qp_info(qpn_).state;
     }
     if ((mask & QpAttrMask::access_flags) && (attr.qp_access_flags & ~AccessFlags::all) != 0) return EINVAL;
-    if ((mask & QpAttrMask::path) && attr.peer.planes != core_->address.planes) return EINVAL;
+    if ((mask & QpAttrMask::path) && attr.peer.planes != d.address.planes) return EINVAL;
     core::QpAttr& a = cmd.attr;
     a.access_flags = attr.qp_access_flags;
     a.pd = pd_->handle();
@@ -161,7 +197,7 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.peer_addr = attr.peer.addr;
     // A routed fabric: every frame on a plane goes to that plane's gateway.
     for (std::uint32_t p = 0; p < kMaxPlanes; ++p)
-        a.peer_macs[p] = (core_->next_hop_mask >> p) & 1 ? core_->next_hop_macs[p] : attr.peer.macs[p];
+        a.peer_macs[p] = (d.next_hop_mask >> p) & 1 ? d.next_hop_macs[p] : attr.peer.macs[p];
     a.peer_host = attr.peer.host;
     a.mtu_bytes = attr.mtu_bytes;
     a.mpr = attr.mpr;
@@ -172,9 +208,18 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.timeout_ns = attr.timeout_ns;
     a.retry_cnt = attr.retry_cnt;
     a.cc = to_core(attr.cc);
-    const core::SubmitResult r = core_->engine->submit(cmd, core_->now());
-    core_->loop->kick();  // a move to ERR produces flush completions
-    return r.err;
+    const core::SubmitResult r = w.engine->submit(cmd, d.now());
+    w.loop->kick();  // a move to ERR produces flush completions
+    if (r.err != 0) return r.err;
+    posted_state_ = from_core(w.engine->qp_info(qpn_).state);
+    // Endpoint requests from the peer reach the workers with a QP towards it.
+    if ((mask & QpAttrMask::path) && d.exchange && (!peer_known_ || peer_addr_ != attr.peer.addr)) {
+        if (peer_known_) d.exchange->remove_peer(peer_addr_, worker_);
+        d.exchange->add_peer(attr.peer.addr, worker_);
+        peer_known_ = true;
+        peer_addr_ = attr.peer.addr;
+    }
+    return 0;
 }
 
 namespace {
@@ -184,11 +229,12 @@ namespace {
 /// validation error, so it wins; *bad_wr gets the index of the first WR not
 /// accepted.
 template <class Cmd>
-int submit_valid_prefix(detail::DeviceCore& core, const Cmd& cmd, std::size_t valid, int err, std::size_t* bad_wr) {
+int submit_valid_prefix(detail::DeviceCore& core, detail::Worker& w, const Cmd& cmd, std::size_t valid, int err,
+                        std::size_t* bad_wr) {
     std::size_t bad = valid;
     if (valid != 0) {
-        const core::SubmitResult res = core.engine->submit(cmd, core.now());
-        core.loop->kick();
+        const core::SubmitResult res = w.engine->submit(cmd, core.now());
+        w.loop->kick();
         if (res.err != 0) {
             err = res.err;
             bad = res.bad_index;
@@ -198,26 +244,38 @@ int submit_valid_prefix(detail::DeviceCore& core, const Cmd& cmd, std::size_t va
     return err;
 }
 
+/// The next free entry of a worker's post queue, waiting while the worker
+/// empties a full one.
+detail::PostEntry& reserve_post(detail::Worker& w) {
+    for (int turns = 0;; ++turns) {
+        if (detail::PostEntry* p = w.posts->reserve()) return *p;
+        w.thread->kick();
+        if (turns > 64) std::this_thread::yield();
+    }
+}
+
 }  // namespace
 
 int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
     const detail::OwnerScope owner(*core_);
-    auto& reqs = core_->send_scratch;
+    detail::DeviceCore& d = *core_;
+    detail::Worker& w = d.worker_of(*this);
+    auto& reqs = d.send_scratch;
     reqs.clear();
     const std::uint32_t pd = pd_->handle();
     int err = 0;
-    for (const SendWr& w : wrs) {
-        const bool is_inline = (w.send_flags & SendFlags::inline_) != 0;
-        bool ok = (w.opcode == WrOpcode::rdma_write || w.opcode == WrOpcode::rdma_write_with_imm) &&
-                  (w.send_flags & ~kKnownSendFlags) == 0 && w.sg_list.size() <= cap_.max_send_sge;
+    for (const SendWr& wr : wrs) {
+        const bool is_inline = (wr.send_flags & SendFlags::inline_) != 0;
+        bool ok = (wr.opcode == WrOpcode::rdma_write || wr.opcode == WrOpcode::rdma_write_with_imm) &&
+                  (wr.send_flags & ~kKnownSendFlags) == 0 && wr.sg_list.size() <= cap_.max_send_sge;
         core::SendRequest r{};
         std::uint64_t total = 0;
-        for (std::size_t s = 0; ok && s < w.sg_list.size(); ++s) {
-            const Sge& sge = w.sg_list[s];
+        for (std::size_t s = 0; ok && s < wr.sg_list.size(); ++s) {
+            const Sge& sge = wr.sg_list[s];
             // Inline payload is copied at post time and needs no MR; other
             // SGEs must lie inside a live MR of this QP's PD.
             ok = is_inline ? (sge.addr != 0 || sge.length == 0)
-                           : core_->mrs.check_local(pd, sge.lkey, sge.addr, sge.length, 0);
+                           : d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length, 0);
             r.sges[s] = {reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length};
             total += sge.length;
         }
@@ -226,44 +284,122 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
             err = EINVAL;
             break;
         }
-        r.wr_id = w.wr_id;
-        r.with_imm = w.opcode == WrOpcode::rdma_write_with_imm;
-        r.signaled = sq_sig_all_ || (w.send_flags & SendFlags::signaled) != 0;
-        r.imm_data = w.imm_data;
-        r.remote_addr = w.remote_addr;
-        r.rkey = w.rkey;
-        r.sge_count = static_cast<std::uint8_t>(w.sg_list.size());
+        r.wr_id = wr.wr_id;
+        r.with_imm = wr.opcode == WrOpcode::rdma_write_with_imm;
+        r.signaled = sq_sig_all_ || (wr.send_flags & SendFlags::signaled) != 0;
+        r.imm_data = wr.imm_data;
+        r.remote_addr = wr.remote_addr;
+        r.rkey = wr.rkey;
+        r.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
         r.is_inline = is_inline;
         reqs.push_back(r);
     }
-    return submit_valid_prefix(*core_, core::CmdPostSend{qpn_, reqs}, reqs.size(), err, bad_wr);
+    if (!w.threaded() || reqs.empty()) return submit_valid_prefix(d, w, core::CmdPostSend{qpn_, reqs}, reqs.size(), err, bad_wr);
+
+    // A worker thread: the WRs go into its post queue. What the engine would
+    // refuse is refused here, from what this thread knows: the state its
+    // modify() calls set (the worker only ever moves a QP to ERR, where
+    // posting is allowed) and the room the latest completion left.
+    std::size_t accepted = 0;
+    for (const core::SendRequest& r : reqs) {
+        if (posted_state_ != QpState::rts && posted_state_ != QpState::err) {
+            err = EINVAL;
+            break;
+        }
+        if (sq_posted_ - sq_retired_ >= cap_.max_send_wr) {
+            (void)d.collect();  // completions waiting may free room
+            if (sq_posted_ - sq_retired_ >= cap_.max_send_wr) {
+                err = ENOMEM;
+                break;
+            }
+        }
+        std::uint32_t inline_len = 0;
+        if (r.is_inline) {
+            for (std::size_t s = 0; s < r.sge_count; ++s) inline_len += r.sges[s].len;
+        }
+        if (inline_len > detail::PostEntry::kInlineBytes) {
+            // Too large for a queue entry: handed to the parked worker, after what is queued.
+            const detail::WorkerControl parked(d, w);
+            const core::SubmitResult res = w.engine->submit(core::CmdPostSend{qpn_, std::span(&r, 1)}, d.now());
+            if (res.err != 0) {
+                err = res.err;
+                break;
+            }
+        } else {
+            detail::PostEntry& p = reserve_post(w);
+            p.kind = detail::PostEntry::Kind::send;
+            p.qpn = qpn_;
+            p.send = r;
+            p.inline_len = inline_len;
+            std::uint32_t off = 0;
+            for (std::size_t s = 0; r.is_inline && s < r.sge_count; ++s) {
+                if (r.sges[s].len != 0) std::memcpy(p.inline_bytes + off, r.sges[s].addr, r.sges[s].len);
+                off += r.sges[s].len;
+            }
+            w.posts->commit();
+        }
+        ++sq_posted_;
+        ++accepted;
+    }
+    if (accepted != 0) w.thread->kick();
+    if (err != 0 && bad_wr != nullptr) *bad_wr = accepted;
+    return err;
 }
 
 int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
     const detail::OwnerScope owner(*core_);
-    auto& reqs = core_->recv_scratch;
+    detail::DeviceCore& d = *core_;
+    detail::Worker& w = d.worker_of(*this);
+    auto& reqs = d.recv_scratch;
     reqs.clear();
     const std::uint32_t pd = pd_->handle();
     int err = 0;
-    for (const RecvWr& w : wrs) {
-        bool ok = w.sg_list.size() <= cap_.max_recv_sge;
+    for (const RecvWr& wr : wrs) {
+        bool ok = wr.sg_list.size() <= cap_.max_recv_sge;
         std::uint64_t total = 0;
-        for (std::size_t s = 0; ok && s < w.sg_list.size(); ++s) {
-            const Sge& sge = w.sg_list[s];
-            ok = core_->mrs.check_local(pd, sge.lkey, sge.addr, sge.length, AccessFlags::local_write);
+        for (std::size_t s = 0; ok && s < wr.sg_list.size(); ++s) {
+            const Sge& sge = wr.sg_list[s];
+            ok = d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length, AccessFlags::local_write);
             total += sge.length;
         }
         if (!ok || total > UINT32_MAX) {
             err = EINVAL;
             break;
         }
-        reqs.push_back({w.wr_id, static_cast<std::uint32_t>(total)});
+        reqs.push_back({wr.wr_id, static_cast<std::uint32_t>(total)});
     }
-    return submit_valid_prefix(*core_, core::CmdPostRecv{qpn_, reqs}, reqs.size(), err, bad_wr);
+    if (!w.threaded() || reqs.empty()) return submit_valid_prefix(d, w, core::CmdPostRecv{qpn_, reqs}, reqs.size(), err, bad_wr);
+
+    std::size_t accepted = 0;
+    for (const core::RecvRequest& r : reqs) {
+        if (posted_state_ == QpState::reset) {
+            err = EINVAL;
+            break;
+        }
+        if (rq_posted_ - rq_retired_ >= cap_.max_recv_wr) {
+            (void)d.collect();
+            if (rq_posted_ - rq_retired_ >= cap_.max_recv_wr) {
+                err = ENOMEM;
+                break;
+            }
+        }
+        detail::PostEntry& p = reserve_post(w);
+        p.kind = detail::PostEntry::Kind::recv;
+        p.qpn = qpn_;
+        p.recv = r;
+        w.posts->commit();
+        ++rq_posted_;
+        ++accepted;
+    }
+    if (accepted != 0) w.thread->kick();
+    if (err != 0 && bad_wr != nullptr) *bad_wr = accepted;
+    return err;
 }
 
 int Qp::deny_ev(std::uint32_t ev) {
-    return core_->engine->submit(core::CmdDenyEv{qpn_, ev}, core_->now()).err;
+    detail::Worker& w = core_->worker_of(*this);
+    const detail::WorkerControl parked(*core_, w);
+    return w.engine->submit(core::CmdDenyEv{qpn_, ev}, core_->now()).err;
 }
 
 }  // namespace omrc

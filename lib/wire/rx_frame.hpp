@@ -26,6 +26,11 @@ struct RxFrame {
     /// simulator fills: a data packet's path, or the ones a SACK echoes);
     /// valid during the call; null = none.
     const IntStack* telemetry = nullptr;
+    /// An endpoint request (EP_REQUEST) that another engine of the same
+    /// device answers (a device with several workers shows each of them the
+    /// request, and one of them answers): act on it, send nothing back.
+    /// Ignored on every other frame. Set by the runtime, never by a driver.
+    bool no_reply = false;
 
     [[nodiscard]] std::uint32_t frame_len() const noexcept { return len + payload_len; }
 };

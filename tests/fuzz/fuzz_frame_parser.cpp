@@ -4,12 +4,14 @@
 // the uN operation must never fail on an address it accepted. The same bytes
 // are also cut into a header-split RxFrame (headers, payload elsewhere, pad
 // and ICRC) at an offset the input chooses: accepted only when the cut is
-// where the payload starts, and then read exactly as the whole frame.
+// where the payload starts, and then read exactly as the whole frame. The
+// dispatch peek (wire/bth_peek.hpp) must agree with the parser.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "wire/bth_peek.hpp"
 #include "wire/frame.hpp"
 #include "wire/frame_view.hpp"
 #include "wire/usid.hpp"
@@ -55,6 +57,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         // OpenMRC's credit headers (CRTH, CGTH) come back as they were.
         if (q.has_crth != p.has_crth || q.has_cgth != p.has_cgth || !(q.crth == p.crth) || q.cgth.grant != p.cgth.grant ||
             q.cgth.valid != p.cgth.valid)
+            std::abort();
+    }
+    {
+        // The dispatch peek reads any bytes without reading past them, and
+        // agrees with the parser on every frame the parser accepts.
+        BthPeek b;
+        const bool peeked = peek_bth(frame, b);
+        FrameView v;
+        if (parse_frame_view(frame, {.verify_icrc = false}, v) == WireError::ok &&
+            (!peeked || b.dest_qp != v.bth.dest_qp || b.psn != v.bth.psn || b.opcode != static_cast<std::uint8_t>(v.bth.opcode)))
             std::abort();
     }
     if (size >= 4) {
