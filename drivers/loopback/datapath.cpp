@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "drivers/loopback/fabric_impl.hpp"
+#include "core/config.hpp"
 #include "drivers/loopback/frame_edit.hpp"
+#include "wire/bth.hpp"
 
 namespace omrc::loopback {
 
@@ -92,6 +94,24 @@ RxEntry Receiver::pop() {
 
 // ---- Fabric::Impl data path ----
 
+std::uint32_t Fabric::Impl::steer(std::span<const std::uint8_t> head) const noexcept {
+    if (cfg.queues == 1) return 0;
+    const FrameInfo fi = inspect_frame(head);
+    if (!fi.has_udp) return 0;
+    if (cfg.steering == QueueSteering::spread) {
+        // RSS over the entropy: the UDP source port and the flow label.
+        std::uint64_t h = fi.ev * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+        return static_cast<std::uint32_t>(h % cfg.queues);
+    }
+    if (!fi.has_bth || head.size() < std::size_t{fi.bth_offset} + 8u) return 0;
+    const std::uint32_t dest_qp = static_cast<std::uint32_t>(head[fi.bth_offset + 5]) << 16 |
+                                  static_cast<std::uint32_t>(head[fi.bth_offset + 6]) << 8 | head[fi.bth_offset + 7];
+    if (dest_qp == wire::kEndpointQpn) return 0;
+    const std::uint32_t q = core::qpn_shard(dest_qp, core::shard_bits_for(cfg.queues));
+    return q < cfg.queues ? q : 0;
+}
+
 void Fabric::Impl::advance(std::uint64_t now_ns) {
     if (schedule.empty() || schedule.begin()->first > now_ns) return;
     const std::lock_guard lock(control_mutex);
@@ -101,8 +121,8 @@ void Fabric::Impl::advance(std::uint64_t now_ns) {
     }
 }
 
-bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns) {
-    Endpoint& ep = *endpoints[src];
+bool Fabric::Impl::transmit(std::uint32_t src, std::uint32_t sq, const wire::GatherFrame& gf, std::uint64_t now_ns) {
+    Queue& ep = *endpoints[src]->queues[sq];
     // A malformed gather list (counts beyond its arrays) is rejected before size() reads it.
     const bool well_formed = gf.header_len <= gf.header.size() && gf.segment_count <= gf.segments.size() &&
                              gf.tail_len <= gf.tail.size();
@@ -120,10 +140,12 @@ bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
     }
     const int routed = route(head, plane, cfg.endpoints);
     const bool src_up = port_up(src, plane);
+    // The receiving queue (FabricConfig::steering), from the headers.
+    const std::uint32_t dq = routed >= 0 ? steer(head) : 0;
     SpscRing* ring = nullptr;
     std::uint8_t* slot = nullptr;
     if (routed >= 0 && real_time()) {
-        ring = rings[std::size_t{src} * cfg.endpoints + static_cast<std::uint32_t>(routed)].get();
+        ring = rings[ring_index(src, sq, static_cast<std::uint32_t>(routed), dq)].get();
         slot = ring->reserve();
         if (slot == nullptr && cfg.ring_backpressure) return false;
     }
@@ -138,14 +160,14 @@ bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
         return true;
     }
     const auto dst = static_cast<std::uint32_t>(routed);
-    Link& l = link(src, dst, plane);
+    Link& l = link(src, sq, dst, plane);
     LinkCounterSet& c = l.counters;
     // A detached endpoint is a NIC that is gone: like a port that is down.
     if (!src_up || !port_up(dst, plane) || !endpoints[dst]->attached.load(std::memory_order_acquire)) {
         c.link_down.add();
         return true;
     }
-    Receiver& rx = endpoints[dst]->rx;  // touched here in virtual_clock mode only (one thread)
+    Receiver& rx = endpoints[dst]->queues[dq]->rx;  // touched here in virtual_clock mode only (one thread)
     std::uint32_t buf = 0;
     if (real_time()) {
         if (slot == nullptr) {
@@ -286,21 +308,25 @@ bool Fabric::Impl::transmit(std::uint32_t src, const wire::GatherFrame& gf, std:
     return true;
 }
 
-void Fabric::Impl::release_lent(std::uint32_t endpoint) {
-    Receiver& rx = endpoints[endpoint]->rx;
+void Fabric::Impl::release_lent(std::uint32_t endpoint, std::uint32_t q) {
+    Receiver& rx = endpoints[endpoint]->queues[q]->rx;
     for (std::uint32_t b : rx.lent) rx.free.push_back(b);
     rx.lent.clear();
-    for (std::uint32_t src = 0; src < rx.ring_lent.size(); ++src) {
-        if (rx.ring_lent[src] == 0) continue;
-        rings[std::size_t{src} * cfg.endpoints + endpoint]->pop(rx.ring_lent[src]);
-        rx.ring_lent[src] = 0;
-    }
+    if (!real_time()) return;  // no rings
+    for (std::uint32_t src = 0; src < cfg.endpoints; ++src)
+        for (std::uint32_t sq = 0; sq < cfg.queues; ++sq) {
+            std::uint32_t& lent = rx.ring_lent[source_index(src, sq)];
+            if (lent == 0) continue;
+            rings[ring_index(src, sq, endpoint, q)]->pop(lent);
+            lent = 0;
+        }
 }
 
-std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::span<driver::RxFrame> out, std::uint64_t now_ns) {
-    Endpoint& ep = *endpoints[endpoint];
+std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::uint32_t q, std::span<driver::RxFrame> out,
+                                  std::uint64_t now_ns) {
+    Queue& ep = *endpoints[endpoint]->queues[q];
     Receiver& rx = ep.rx;
-    release_lent(endpoint);
+    release_lent(endpoint, q);
     std::size_t count = 0;
     auto emit = [&](const std::uint8_t* data, std::uint32_t len, std::uint8_t plane,
                     std::span<const std::uint8_t> payload = {}, std::uint16_t split = 0) {
@@ -318,10 +344,10 @@ std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::span<driver::RxFr
     };
     emit_due_from_pool();  // parked frames left their rings earlier: they go first
     if (!real_time()) return count;
-    const std::uint32_t n = cfg.endpoints;
+    const std::uint32_t n = cfg.endpoints * cfg.queues;  // sources: (endpoint, queue)
     for (std::uint32_t k = 0; k < n; ++k) {
-        const std::uint32_t src = (rx.drain_start + k) % n;
-        SpscRing& ring = *rings[std::size_t{src} * n + endpoint];
+        const std::uint32_t source = (rx.drain_start + k) % n;
+        SpscRing& ring = *rings[ring_index(source / cfg.queues, source % cfg.queues, endpoint, q)];
         std::uint32_t lent = 0;  // frames handed out in place from this ring
         SpscRing::View v;
         while (ring.peek_at(lent, v)) {
@@ -350,20 +376,21 @@ std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::span<driver::RxFr
             rx.push(RxEntry{v.deliver_ns, rx.drain_seq++, b, static_cast<std::uint32_t>(whole), v.plane});
             ring.pop();
         }
-        rx.ring_lent[src] = lent;
+        rx.ring_lent[source] = lent;
     }
     rx.drain_start = (rx.drain_start + 1) % n;
     return count;
 }
 
-std::uint64_t Fabric::Impl::next_delivery_ns(std::uint32_t endpoint) const {
-    std::uint64_t t = endpoints[endpoint]->rx.earliest();
+std::uint64_t Fabric::Impl::next_delivery_ns(std::uint32_t endpoint, std::uint32_t q) const {
+    const Receiver& rx = endpoints[endpoint]->queues[q]->rx;
+    std::uint64_t t = rx.earliest();
     if (real_time()) {
-        const std::uint32_t n = cfg.endpoints;
         SpscRing::View v;
-        const Receiver& rx = endpoints[endpoint]->rx;
-        for (std::uint32_t src = 0; src < n; ++src)  // frames already handed out do not count
-            if (rings[std::size_t{src} * n + endpoint]->peek_at(rx.ring_lent[src], v)) t = std::min(t, v.deliver_ns);
+        for (std::uint32_t src = 0; src < cfg.endpoints; ++src)  // frames already handed out do not count
+            for (std::uint32_t sq = 0; sq < cfg.queues; ++sq)
+                if (rings[ring_index(src, sq, endpoint, q)]->peek_at(rx.ring_lent[source_index(src, sq)], v))
+                    t = std::min(t, v.deliver_ns);
     } else if (!schedule.empty()) {
         t = std::min(t, schedule.begin()->first);
     }
@@ -376,17 +403,18 @@ namespace {
 
 class LoopbackDriver final : public driver::Driver {
 public:
-    LoopbackDriver(Fabric::Impl& fabric, std::uint32_t endpoint) : f_(fabric), e_(endpoint) {}
+    LoopbackDriver(Fabric::Impl& fabric, std::uint32_t endpoint, std::uint32_t queue)
+        : f_(fabric), e_(endpoint), q_(queue) {}
     ~LoopbackDriver() override {
-        Endpoint& ep = *f_.endpoints[e_];
-        ep.attached.store(false, std::memory_order_release);
-        f_.release_lent(e_);
-        // Zero copy: a receiver may still read payloads this endpoint lent
-        // it, in memory its owner frees once the device is gone. Wait until
-        // each is popped or its receiver has detached too, at most a second.
+        f_.endpoints[e_]->attached.store(false, std::memory_order_release);
+        Queue& ep = queue();
+        f_.release_lent(e_, q_);
+        // Zero copy: a receiver may still read payloads this queue lent it,
+        // in memory its owner frees once the device is gone. Wait until each
+        // is popped or its receiver has detached too, at most a second.
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         while (!ep.lent_payloads.empty()) {
-            const Endpoint::Lent& l = ep.lent_payloads.front();
+            const Queue::Lent& l = ep.lent_payloads.front();
             if (l.ring->consumed(l.seq) || !f_.endpoints[l.dst]->attached.load(std::memory_order_acquire)) {
                 ep.lent_payloads.pop_front();
             } else if (std::chrono::steady_clock::now() > give_up) {
@@ -397,7 +425,7 @@ public:
             }
         }
         if (!f_.real_time()) {
-            // Frames still on their way to this endpoint have no receiver any more.
+            // Frames still on their way to this queue have no receiver any more.
             Receiver& rx = ep.rx;
             for (const RxEntry& e : rx.heap) rx.free.push_back(e.buf);
             rx.heap.clear();
@@ -411,31 +439,32 @@ public:
 
     std::size_t rx_burst(std::span<driver::RxFrame> out, std::uint64_t now_ns) override {
         if (!f_.real_time()) f_.advance(now_ns);
-        return f_.receive(e_, out, now_ns);
+        return f_.receive(e_, q_, out, now_ns);
     }
 
     std::size_t tx_burst(std::span<const wire::GatherFrame> frames, std::uint64_t now_ns) override {
         if (!f_.real_time()) f_.advance(now_ns);
-        Endpoint& ep = *f_.endpoints[e_];
+        Queue& ep = queue();
         (void)ep.released();  // forgets payloads the receivers are done with (bounded by the rings)
         std::size_t accepted = 0;
-        while (accepted < frames.size() && f_.transmit(e_, frames[accepted], now_ns)) {
+        while (accepted < frames.size() && f_.transmit(e_, q_, frames[accepted], now_ns)) {
             ++accepted;
             ++ep.tx_accepted;
         }
         return accepted;
     }
 
-    [[nodiscard]] std::uint64_t tx_release_count() const override { return f_.endpoints[e_]->released(); }
+    [[nodiscard]] std::uint64_t tx_release_count() const override { return queue().released(); }
 
     std::size_t poll_link_events(std::span<driver::LinkEvent> out) override {
-        Endpoint& ep = *f_.endpoints[e_];
+        const Endpoint& ep = *f_.endpoints[e_];
+        Queue& qs = queue();
         std::size_t n = 0;
         for (std::uint32_t p = 0; p < f_.cfg.planes; ++p) {
             const std::uint32_t changes = ep.port_changes[p].load(std::memory_order_acquire);
-            while (ep.port_reported[p] != changes && n < out.size()) {
-                ++ep.port_reported[p];
-                out[n++] = driver::LinkEvent{static_cast<std::uint8_t>(p), (ep.port_reported[p] & 1u) == 0};
+            while (qs.port_reported[p] != changes && n < out.size()) {
+                ++qs.port_reported[p];
+                out[n++] = driver::LinkEvent{static_cast<std::uint8_t>(p), (qs.port_reported[p] & 1u) == 0};
             }
         }
         return n;
@@ -445,10 +474,10 @@ public:
         return plane < f_.cfg.planes && f_.port_up(e_, plane);
     }
 
-    [[nodiscard]] std::uint64_t next_event_ns() const override { return f_.next_delivery_ns(e_); }
+    [[nodiscard]] std::uint64_t next_event_ns() const override { return f_.next_delivery_ns(e_, q_); }
 
     [[nodiscard]] driver::DriverStats stats() const override {
-        const Endpoint& ep = *f_.endpoints[e_];
+        const Queue& ep = queue();
         driver::DriverStats s;
         s.rx_frames = ep.rx_frames.get();
         s.rx_bytes = ep.rx_bytes.get();
@@ -459,19 +488,37 @@ public:
         return s;
     }
 
+    [[nodiscard]] driver::SteeringInfo steering() const override {
+        if (f_.cfg.queues == 1) return {};
+        return f_.cfg.steering == QueueSteering::by_qpn ? driver::SteeringInfo{driver::Steering::by_qpn, "fabric"}
+                                                         : driver::SteeringInfo{driver::Steering::spread, "rss"};
+    }
+
 private:
+    [[nodiscard]] Queue& queue() const { return *f_.endpoints[e_]->queues[q_]; }
+
     Fabric::Impl& f_;
     const std::uint32_t e_;
+    const std::uint32_t q_;
 };
 
 }  // namespace
 
 std::unique_ptr<driver::Driver> Fabric::attach(std::uint32_t endpoint) {
+    if (impl_->cfg.queues != 1)
+        throw std::logic_error("loopback: a fabric of " + std::to_string(impl_->cfg.queues) +
+                               " queues per endpoint: attach_queues()");
+    return std::move(attach_queues(endpoint).front());
+}
+
+std::vector<std::unique_ptr<driver::Driver>> Fabric::attach_queues(std::uint32_t endpoint) {
     impl_->check_endpoint(endpoint);
     const std::lock_guard lock(impl_->control_mutex);
     if (impl_->endpoints[endpoint]->attached.exchange(true, std::memory_order_acq_rel))
         throw std::logic_error("loopback: endpoint " + std::to_string(endpoint) + " is already attached");
-    return std::make_unique<LoopbackDriver>(*impl_, endpoint);
+    std::vector<std::unique_ptr<driver::Driver>> out;
+    for (std::uint32_t q = 0; q < impl_->cfg.queues; ++q) out.push_back(std::make_unique<LoopbackDriver>(*impl_, endpoint, q));
+    return out;
 }
 
 }  // namespace omrc::loopback

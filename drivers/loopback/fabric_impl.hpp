@@ -3,12 +3,14 @@
 // touches what (real_time mode; in virtual_clock mode everything runs on one
 // thread):
 //   Link          – impairment streams, Gilbert–Elliott state and queue state
-//                   are owned by the src endpoint's thread; `imp` is published
+//                   are owned by the sending queue's thread; `imp` is published
 //                   by control calls (release) and read by that thread
 //                   (acquire); counters are written by that thread only.
-//   Endpoint      – tx side and rx side are owned by the endpoint's thread;
-//                   `port_changes` is written by control calls.
-//   rings         – ring (src, dst): producer = src's thread, consumer = dst's.
+//   Queue         – tx side and rx side are owned by the queue's thread (an
+//                   endpoint has FabricConfig::queues of them);
+//   Endpoint      – `port_changes` is written by control calls.
+//   rings         – ring (src, src queue, dst, dst queue): producer = the
+//                   source queue's thread, consumer = the destination queue's.
 //   control_mutex – serialises control calls; the data path never takes it.
 #pragma once
 
@@ -85,8 +87,8 @@ struct Receiver {
     std::vector<Buf> bufs;
     std::vector<std::uint32_t> free;        ///< indices of unused bufs
     std::vector<std::uint32_t> lent;        ///< indices handed out by the last rx_burst
-    /// real_time, per source endpoint: frames the last rx_burst handed out
-    /// straight from the (source, this) ring, popped at the next rx_burst.
+    /// real_time, per source (endpoint, queue): frames the last rx_burst
+    /// handed out straight from that source's ring, popped at the next rx_burst.
     std::vector<std::uint32_t> ring_lent;
     std::vector<RxEntry> heap;              ///< min-heap on (deliver_ns, seq)
     std::uint64_t drain_seq = 0;            ///< real_time: next RxEntry::seq
@@ -101,14 +103,13 @@ struct Receiver {
     RxEntry pop();
 };
 
-/// One endpoint: its ports, its driver's counters, its scratch buffer.
-struct Endpoint {
-    /// Per plane: number of up/down changes so far; even = up. Written by
-    /// control calls (release), read by the data path (acquire).
-    std::array<std::atomic<std::uint32_t>, kMaxPlanes> port_changes{};
-    /// Per plane: changes already reported by poll_link_events (driver thread).
+/// One queue of an endpoint (FabricConfig::queues): its receive side, its
+/// driver's counters, its scratch buffer and what it lent. Owned by the
+/// thread of the queue's driver.
+struct Queue {
+    /// Per plane: changes of Endpoint::port_changes already reported by this
+    /// queue's poll_link_events (each queue reports every change).
     std::array<std::uint32_t, kMaxPlanes> port_reported{};
-    std::atomic<bool> attached{false};
     std::vector<std::uint8_t> scratch;  ///< max_frame_bytes: the frame being sent (sender thread)
     Receiver rx;
     Counter rx_frames, rx_bytes, tx_frames, tx_bytes, tx_dropped_link_down, tx_dropped_full;
@@ -134,6 +135,17 @@ struct Endpoint {
     }
 };
 
+/// One endpoint: its ports and its queues.
+struct Endpoint {
+    /// Per plane: number of up/down changes so far; even = up. Written by
+    /// control calls (release), read by the data path (acquire).
+    std::array<std::atomic<std::uint32_t>, kMaxPlanes> port_changes{};
+    /// Attached (some driver holds it); cleared when the first of its
+    /// queues' drivers goes (the device is closing).
+    std::atomic<bool> attached{false};
+    std::vector<std::unique_ptr<Queue>> queues;  ///< FabricConfig::queues of them
+};
+
 /// A change scheduled at a virtual time.
 struct ScheduledChange {
     enum class Kind : std::uint8_t { link, impairment, impairment_all } kind = Kind::link;
@@ -149,20 +161,43 @@ struct Fabric::Impl {
 
     FabricConfig cfg;
     std::vector<std::unique_ptr<Endpoint>> endpoints;
-    std::vector<std::unique_ptr<Link>> links;            ///< index link_index(src, dst, plane)
-    std::vector<std::unique_ptr<SpscRing>> rings;        ///< real_time: index src * endpoints + dst
+    /// Index link_index(src, src queue, dst, plane): each queue of a sender
+    /// has links of its own (its thread owns their state; link_counters()
+    /// sums over the sender's queues).
+    std::vector<std::unique_ptr<Link>> links;
+    /// real_time: index ring_index(src, src queue, dst, dst queue).
+    std::vector<std::unique_ptr<SpscRing>> rings;
     std::mutex control_mutex;
     std::vector<std::unique_ptr<const Impairment>> configs;  ///< every published config (control_mutex)
     std::multimap<std::uint64_t, ScheduledChange> schedule;  ///< virtual_clock: by time, then insertion
     std::uint64_t send_seq = 0;                              ///< virtual_clock: fabric-wide send order
 
     [[nodiscard]] bool real_time() const noexcept { return cfg.mode == ClockMode::real_time; }
-    [[nodiscard]] std::size_t link_index(std::uint32_t src, std::uint32_t dst, std::uint32_t plane) const noexcept {
-        return (std::size_t{src} * cfg.endpoints + dst) * cfg.planes + plane;
+    [[nodiscard]] std::size_t link_index(std::uint32_t src, std::uint32_t sq, std::uint32_t dst,
+                                         std::uint32_t plane) const noexcept {
+        return ((std::size_t{src} * cfg.queues + sq) * cfg.endpoints + dst) * cfg.planes + plane;
     }
-    [[nodiscard]] Link& link(std::uint32_t src, std::uint32_t dst, std::uint32_t plane) noexcept {
-        return *links[link_index(src, dst, plane)];
+    [[nodiscard]] Link& link(std::uint32_t src, std::uint32_t sq, std::uint32_t dst, std::uint32_t plane) noexcept {
+        return *links[link_index(src, sq, dst, plane)];
     }
+    [[nodiscard]] const Link& link(std::uint32_t src, std::uint32_t sq, std::uint32_t dst,
+                                   std::uint32_t plane) const noexcept {
+        return *links[link_index(src, sq, dst, plane)];
+    }
+    /// Index of a receiver's source: (src, src queue).
+    [[nodiscard]] std::size_t source_index(std::uint32_t src, std::uint32_t sq) const noexcept {
+        return std::size_t{src} * cfg.queues + sq;
+    }
+    [[nodiscard]] std::size_t ring_index(std::uint32_t src, std::uint32_t sq, std::uint32_t dst,
+                                         std::uint32_t dq) const noexcept {
+        return (source_index(src, sq) * cfg.endpoints + dst) * cfg.queues + dq;
+    }
+    /// Stores `imp` into link (src, dst, plane) of every queue of src.
+    void store_impairment(std::uint32_t src, std::uint32_t dst, std::uint32_t plane, const Impairment* imp) noexcept {
+        for (std::uint32_t q = 0; q < cfg.queues; ++q) link(src, q, dst, plane).imp.store(imp, std::memory_order_release);
+    }
+    /// The queue of `dst` that a frame whose headers are `head` goes to (FabricConfig::steering).
+    [[nodiscard]] std::uint32_t steer(std::span<const std::uint8_t> head) const noexcept;
     [[nodiscard]] bool port_up(std::uint32_t endpoint, std::uint32_t plane) const noexcept {
         return (endpoints[endpoint]->port_changes[plane].load(std::memory_order_acquire) & 1u) == 0;
     }
@@ -179,10 +214,10 @@ struct Fabric::Impl {
     void advance(std::uint64_t now_ns);
     /// Sends one frame; false when it was refused (real_time with
     /// ring_backpressure and a full ring): nothing was counted then.
-    bool transmit(std::uint32_t src, const wire::GatherFrame& gf, std::uint64_t now_ns);
-    void release_lent(std::uint32_t endpoint);
-    std::size_t receive(std::uint32_t endpoint, std::span<driver::RxFrame> out, std::uint64_t now_ns);
-    [[nodiscard]] std::uint64_t next_delivery_ns(std::uint32_t endpoint) const;
+    bool transmit(std::uint32_t src, std::uint32_t sq, const wire::GatherFrame& gf, std::uint64_t now_ns);
+    void release_lent(std::uint32_t endpoint, std::uint32_t q);
+    std::size_t receive(std::uint32_t endpoint, std::uint32_t q, std::span<driver::RxFrame> out, std::uint64_t now_ns);
+    [[nodiscard]] std::uint64_t next_delivery_ns(std::uint32_t endpoint, std::uint32_t q) const;
 };
 
 }  // namespace omrc::loopback

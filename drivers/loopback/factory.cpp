@@ -18,7 +18,7 @@ namespace omrc::loopback {
 
 namespace {
 
-constexpr driver::ArgKey kKeys[] = {{"endpoint"}, {"endpoints"}, {"planes"}, {"link_delay_ns"}};
+constexpr driver::ArgKey kKeys[] = {{"endpoint"}, {"endpoints"}, {"planes"}, {"link_delay_ns"}, {"steering"}};
 
 int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& out, std::string& error) noexcept {
     std::uint32_t endpoint = 0;
@@ -28,15 +28,27 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
     fc.mode = ClockMode::virtual_clock;
     // The fabric checks its own ranges (FabricConfig): here only the types.
     driver::ArgReader args(options.args, kKeys);
+    // steering: qpn (each frame to its QP's worker, a flow rule's job) or
+    // spread (RSS on the entropy: the runtime hands frames over).
     args.number("endpoint", endpoint)
         .number("endpoints", fc.endpoints)
         .number("planes", fc.planes)
-        .number("link_delay_ns", fc.link_delay_ns);
+        .number("link_delay_ns", fc.link_delay_ns)
+        .choice("steering", fc.steering, {{"qpn", QueueSteering::by_qpn}, {"spread", QueueSteering::spread}});
     if (!args.ok()) {
         error = args.error();
         return EINVAL;
     }
-    const bool private_args = args.has("endpoints") || args.has("planes") || args.has("link_delay_ns");
+    fc.queues = options.workers;
+    // Worker threads drive their queues at once: a real-time fabric, whose
+    // queues are each one thread's (a virtual-clock one is one thread's in all).
+    const bool threaded = uses_worker_threads(options);
+    if (threaded) {
+        fc.mode = ClockMode::real_time;
+        fc.ring_backpressure = true;  // a full ring holds the sender back, as a NIC's queue does
+    }
+    const bool private_args =
+        args.has("endpoints") || args.has("planes") || args.has("link_delay_ns") || args.has("steering");
 
     // Fabric's own API throws (a test harness wants that); the open contract
     // does not: every exception it documents ends here as an errno.
@@ -48,11 +60,21 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
             return EINVAL;
         }
         if (private_args) {
-            error = "endpoints/planes/link_delay_ns describe a private fabric; they do not apply to the given "
-                    "driver_context";
+            error = "endpoints/planes/link_delay_ns/steering describe a private fabric; they do not apply to the "
+                    "given driver_context";
             return EINVAL;
         }
         fabric = *given;
+        if (threaded && fabric->config().mode == ClockMode::virtual_clock) {
+            error = "worker threads on a virtual-clock fabric, which one thread drives: worker_threads = none "
+                    "(or a real-time fabric)";
+            return EINVAL;
+        }
+        if (fabric->config().queues != options.workers) {
+            error = fmt::format("workers={}: the given fabric has {} queues per endpoint (FabricConfig::queues)",
+                                options.workers, fabric->config().queues);
+            return EINVAL;
+        }
     } else {
         try {
             auto owned = std::make_shared<Fabric>(fc);
@@ -64,11 +86,7 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
         }
     }
     try {
-        if (options.workers != 1) {
-            error = fmt::format("workers={}: the loopback driver attaches one queue", options.workers);
-            return EINVAL;
-        }
-        out.queues.push_back(fabric->attach(endpoint));
+        out.queues = fabric->attach_queues(endpoint);
     } catch (const std::out_of_range&) {
         error = fmt::format("endpoint {} does not exist (the fabric has {})", endpoint, fabric->config().endpoints);
         return EINVAL;

@@ -55,6 +55,8 @@ void validate(const FabricConfig& c) {
     if (c.endpoints == 0 || c.endpoints > kMaxEndpoints) fail("endpoints must be 1..256");
     if (c.planes == 0 || c.planes > kMaxPlanes) fail("planes must be 1..15");
     if (c.max_frame_bytes < 64 || c.max_frame_bytes > 65536) fail("max_frame_bytes must be 64..65536");
+    if (c.queues == 0 || c.queues > 16) fail("queues must be 1..16");
+    if (c.steering != QueueSteering::by_qpn && c.steering != QueueSteering::spread) fail("unknown steering");
     if (c.mode == ClockMode::real_time) {
         if (c.ring_slots == 0 || (c.ring_slots & (c.ring_slots - 1)) != 0) fail("ring_slots must be a power of two");
         if (c.rx_pool_frames == 0) fail("rx_pool_frames must be at least 1");
@@ -66,40 +68,53 @@ void validate(const FabricConfig& c) {
 Fabric::Impl::Impl(const FabricConfig& c) : cfg(c) {
     validate(cfg);
     const std::uint32_t n = cfg.endpoints;
+    const std::uint32_t nq = cfg.queues;
+    // real_time: the ring slots and receive pool of one queue are shared out
+    // among several (at least 64 each), so that memory does not grow with them.
+    const std::uint32_t ring_slots = nq == 1 ? cfg.ring_slots : std::max<std::uint32_t>(64, cfg.ring_slots / nq);
+    const std::uint32_t pool = nq == 1 ? cfg.rx_pool_frames : std::max<std::uint32_t>(64, cfg.rx_pool_frames / nq);
     endpoints.reserve(n);
     for (std::uint32_t e = 0; e < n; ++e) {
         auto ep = std::make_unique<Endpoint>();
-        ep->scratch.resize(cfg.max_frame_bytes);
-        Receiver& rx = ep->rx;
-        if (real_time()) {
-            rx.ring_lent.assign(n, 0);
-            // Everything the data path needs is allocated here, never later.
-            rx.block = std::make_unique_for_overwrite<std::uint8_t[]>(std::size_t{cfg.rx_pool_frames} *
-                                                                     cfg.max_frame_bytes);
-            rx.bufs.resize(cfg.rx_pool_frames);
-            rx.free.reserve(cfg.rx_pool_frames);
-            rx.lent.reserve(cfg.rx_pool_frames);
-            rx.heap.reserve(cfg.rx_pool_frames);
-            for (std::uint32_t i = 0; i < cfg.rx_pool_frames; ++i) {
-                rx.bufs[i].data = rx.block.get() + std::size_t{i} * cfg.max_frame_bytes;
-                rx.bufs[i].cap = cfg.max_frame_bytes;
-                rx.free.push_back(cfg.rx_pool_frames - 1 - i);
+        for (std::uint32_t q = 0; q < nq; ++q) {
+            auto qs = std::make_unique<Queue>();
+            qs->scratch.resize(cfg.max_frame_bytes);
+            Receiver& rx = qs->rx;
+            if (real_time()) {
+                rx.ring_lent.assign(std::size_t{n} * nq, 0);
+                // Everything the data path needs is allocated here, never later.
+                rx.block = std::make_unique_for_overwrite<std::uint8_t[]>(std::size_t{pool} * cfg.max_frame_bytes);
+                rx.bufs.resize(pool);
+                rx.free.reserve(pool);
+                rx.lent.reserve(pool);
+                rx.heap.reserve(pool);
+                for (std::uint32_t i = 0; i < pool; ++i) {
+                    rx.bufs[i].data = rx.block.get() + std::size_t{i} * cfg.max_frame_bytes;
+                    rx.bufs[i].cap = cfg.max_frame_bytes;
+                    rx.free.push_back(pool - 1 - i);
+                }
             }
+            ep->queues.push_back(std::move(qs));
         }
         endpoints.push_back(std::move(ep));
     }
-    links.reserve(std::size_t{n} * n * cfg.planes);
+    links.reserve(std::size_t{n} * nq * n * cfg.planes);
     for (std::uint32_t s = 0; s < n; ++s)
-        for (std::uint32_t d = 0; d < n; ++d)
-            for (std::uint32_t p = 0; p < cfg.planes; ++p) {
-                auto l = std::make_unique<Link>();
-                for (std::uint32_t k = 0; k < l->rng.size(); ++k) l->rng[k] = link_rng(cfg.seed, s, d, p, k);
-                links.push_back(std::move(l));
-            }
+        for (std::uint32_t q = 0; q < nq; ++q)
+            for (std::uint32_t d = 0; d < n; ++d)
+                for (std::uint32_t p = 0; p < cfg.planes; ++p) {
+                    auto l = std::make_unique<Link>();
+                    // Queue 0 draws what a one-queue fabric draws.
+                    std::uint64_t state = cfg.seed + q;
+                    const std::uint64_t seed = q == 0 ? cfg.seed : core::splitmix64(state);
+                    for (std::uint32_t k = 0; k < l->rng.size(); ++k) l->rng[k] = link_rng(seed, s, d, p, k);
+                    links.push_back(std::move(l));
+                }
     if (real_time()) {
-        rings.reserve(std::size_t{n} * n);
-        for (std::size_t i = 0; i < std::size_t{n} * n; ++i)
-            rings.push_back(std::make_unique<SpscRing>(cfg.ring_slots, cfg.max_frame_bytes));
+        const std::size_t count = std::size_t{n} * nq * n * nq;
+        rings.reserve(count);
+        for (std::size_t i = 0; i < count; ++i)
+            rings.push_back(std::make_unique<SpscRing>(ring_slots, cfg.max_frame_bytes));
     }
 }
 
@@ -138,7 +153,7 @@ void Fabric::Impl::apply(const ScheduledChange& ch) {
             set_link_locked(ch.endpoint_or_src, ch.plane, ch.up);
             break;
         case ScheduledChange::Kind::impairment:
-            link(ch.endpoint_or_src, ch.dst, ch.plane).imp.store(publish(ch.imp), std::memory_order_release);
+            store_impairment(ch.endpoint_or_src, ch.dst, ch.plane, publish(ch.imp));
             break;
         case ScheduledChange::Kind::impairment_all: {
             const Impairment* p = publish(ch.imp);
@@ -160,7 +175,7 @@ void Fabric::set_impairment(std::uint32_t src, std::uint32_t dst, std::uint32_t 
     impl_->check_endpoint(dst);
     impl_->check_plane(plane);
     const std::lock_guard lock(impl_->control_mutex);
-    impl_->link(src, dst, plane).imp.store(impl_->publish(imp), std::memory_order_release);
+    impl_->store_impairment(src, dst, plane, impl_->publish(imp));
 }
 
 void Fabric::set_impairment(std::uint32_t src, std::uint32_t dst, const Impairment& imp) {
@@ -168,8 +183,7 @@ void Fabric::set_impairment(std::uint32_t src, std::uint32_t dst, const Impairme
     impl_->check_endpoint(dst);
     const std::lock_guard lock(impl_->control_mutex);
     const Impairment* p = impl_->publish(imp);
-    for (std::uint32_t plane = 0; plane < impl_->cfg.planes; ++plane)
-        impl_->link(src, dst, plane).imp.store(p, std::memory_order_release);
+    for (std::uint32_t plane = 0; plane < impl_->cfg.planes; ++plane) impl_->store_impairment(src, dst, plane, p);
 }
 
 void Fabric::set_impairment_all(const Impairment& imp) {
@@ -220,7 +234,8 @@ std::uint64_t Fabric::next_event_ns() const {
     impl_->require_virtual("next_event_ns");
     std::uint64_t t = impl_->schedule.empty() ? UINT64_MAX : impl_->schedule.begin()->first;
     for (std::uint32_t e = 0; e < impl_->cfg.endpoints; ++e)
-        if (impl_->endpoints[e]->attached.load(std::memory_order_acquire)) t = std::min(t, impl_->endpoints[e]->rx.earliest());
+        if (impl_->endpoints[e]->attached.load(std::memory_order_acquire))
+            for (const auto& q : impl_->endpoints[e]->queues) t = std::min(t, q->rx.earliest());
     return t;
 }
 
@@ -228,7 +243,9 @@ LinkCounters Fabric::link_counters(std::uint32_t src, std::uint32_t dst, std::ui
     impl_->check_endpoint(src);
     impl_->check_endpoint(dst);
     impl_->check_plane(plane);
-    return impl_->link(src, dst, plane).counters.snapshot();
+    LinkCounters c;
+    for (std::uint32_t q = 0; q < impl_->cfg.queues; ++q) c += impl_->link(src, q, dst, plane).counters.snapshot();
+    return c;
 }
 
 EndpointCounters Fabric::endpoint_counters(std::uint32_t endpoint) const {
@@ -236,18 +253,19 @@ EndpointCounters Fabric::endpoint_counters(std::uint32_t endpoint) const {
     EndpointCounters c;
     for (std::uint32_t peer = 0; peer < impl_->cfg.endpoints; ++peer)
         for (std::uint32_t p = 0; p < impl_->cfg.planes; ++p) {
-            c.sent += impl_->link(endpoint, peer, p).counters.snapshot();
-            c.received += impl_->link(peer, endpoint, p).counters.snapshot();
+            c.sent += link_counters(endpoint, peer, p);
+            c.received += link_counters(peer, endpoint, p);
         }
-    const Endpoint& ep = *impl_->endpoints[endpoint];
-    c.unknown_destination = ep.unknown_destination.get();
-    c.invalid_frames = ep.invalid_frames.get();
-    c.driver.rx_frames = ep.rx_frames.get();
-    c.driver.rx_bytes = ep.rx_bytes.get();
-    c.driver.tx_frames = ep.tx_frames.get();
-    c.driver.tx_bytes = ep.tx_bytes.get();
-    c.driver.tx_dropped_link_down = ep.tx_dropped_link_down.get();
-    c.driver.tx_dropped_full = ep.tx_dropped_full.get();
+    for (const auto& q : impl_->endpoints[endpoint]->queues) {
+        c.unknown_destination += q->unknown_destination.get();
+        c.invalid_frames += q->invalid_frames.get();
+        c.driver.rx_frames += q->rx_frames.get();
+        c.driver.rx_bytes += q->rx_bytes.get();
+        c.driver.tx_frames += q->tx_frames.get();
+        c.driver.tx_bytes += q->tx_bytes.get();
+        c.driver.tx_dropped_link_down += q->tx_dropped_link_down.get();
+        c.driver.tx_dropped_full += q->tx_dropped_full.get();
+    }
     return c;
 }
 

@@ -45,7 +45,7 @@
 //    shared by all threads (e.g. steady_clock).
 //
 // Threads (real_time). Driver e's methods are called only by endpoint e's
-// thread. The data path takes no lock: link state (impairment streams,
+// thread (one thread per queue of it: FabricConfig::queues). The data path takes no lock: link state (impairment streams,
 // Gilbert–Elliott state, queue) belongs to the sending endpoint's thread,
 // impairment configs are published through an atomic pointer to an immutable
 // copy (kept until the fabric is destroyed), port state is an atomic change
@@ -63,6 +63,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "driver/driver.hpp"
 #include "drivers/loopback/impairment.hpp"
@@ -97,9 +98,27 @@ struct QueueConfig {
     std::uint64_t ecn_threshold_bytes = UINT64_MAX;
 };
 
+/// How an endpoint with several queues (FabricConfig::queues) receives.
+enum class QueueSteering : std::uint8_t {
+    /// A frame goes to the queue of the worker its BTH.DestQP names (the
+    /// QPN's shard bits, for `queues` shards), endpoint messages to queue 0:
+    /// what a NIC does with a flow rule per worker.
+    by_qpn = 0,
+    /// A frame goes to queue hash(UDP source port, flow label) % queues: RSS
+    /// on the entropy, so one QP's packets land on every queue.
+    spread = 1,
+};
+
 struct FabricConfig {
     std::uint32_t endpoints = 2;     ///< 1..256 (the endpoint is one MAC byte)
     std::uint32_t planes = 1;        ///< 1..15
+    /// Receive and transmit queues of every endpoint, 1..16: a device with
+    /// N workers attaches N (attach_queues). Each queue is driven by its own
+    /// thread in real_time mode and has links of its own (impairment streams
+    /// and output queue state; link_counters() sums them): queue 0's random
+    /// streams are those of a one-queue fabric.
+    std::uint32_t queues = 1;
+    QueueSteering steering = QueueSteering::by_qpn;
     std::uint64_t seed = 1;          ///< root of every impairment's random stream
     ClockMode mode = ClockMode::virtual_clock;
     std::uint64_t link_delay_ns = 1000;   ///< one-way propagation delay of every link, ns
@@ -169,9 +188,13 @@ public:
 
     [[nodiscard]] const FabricConfig& config() const noexcept;
 
-    /// The driver of `endpoint` (see Ownership above). Throws std::out_of_range
-    /// or std::logic_error (already attached).
+    /// The driver of `endpoint` (see Ownership above) on a fabric of one
+    /// queue per endpoint. Throws std::out_of_range or std::logic_error
+    /// (already attached, or config().queues > 1).
     [[nodiscard]] std::unique_ptr<driver::Driver> attach(std::uint32_t endpoint);
+    /// One driver per queue of `endpoint` (config().queues of them, queue q
+    /// at index q). The endpoint stays attached until the first of them goes.
+    [[nodiscard]] std::vector<std::unique_ptr<driver::Driver>> attach_queues(std::uint32_t endpoint);
 
     /// Replaces the impairment of one link direction, of every plane of one
     /// direction, or of every link direction. Takes effect for the next frame

@@ -187,6 +187,7 @@ struct omrc_qp_init_attr {
     struct omrc_cq* recv_cq;
     struct omrc_qp_cap cap;
     bool sq_sig_all; /* every send WR is signalled, whatever its flags */
+    int worker;      /* the worker that owns the QP, 0..workers-1; -1: the workers in turn */
 };
 
 /* Where a device is reachable: what a peer puts into omrc_qp_attr.peer.
@@ -271,6 +272,13 @@ struct omrc_device_arg {
     const char* value;
 };
 
+/* Who runs a device's workers (verbs.hpp's WorkerThreads). */
+enum omrc_worker_threads {
+    OMRC_WORKER_THREADS_AUTO = 0, /* threads of their own when there are several and the clock is real */
+    OMRC_WORKER_THREADS_NONE = 1, /* omrc_device_progress drives them */
+    OMRC_WORKER_THREADS_OWN = 2,  /* a thread for every worker, one included */
+};
+
 /* verbs.hpp's DeviceOptions (docs/VERBS.md). Fill it with
  * omrc_device_options_init, then change what differs. Read during
  * omrc_device_open only, except the clock. */
@@ -301,6 +309,15 @@ struct omrc_device_options {
      * until the device is closed. NULL (with clock_ctx NULL): a steady real clock. */
     uint64_t (*clock)(void* clock_ctx);
     void* clock_ctx;
+    /* Workers (docs/VERBS.md, "Workers"): 1..16 engine shards, each with its
+     * own queue on every port and its own QPs (omrc_qp_init_attr.worker). */
+    uint32_t workers;
+    enum omrc_worker_threads worker_threads;
+    const int* cpus;         /* one CPU per worker, or NULL with num_cpus 0 */
+    size_t num_cpus;
+    uint64_t worker_spin_ns;  /* an idle worker thread polls, then yields the CPU */
+    uint64_t worker_yield_ns; /* ... until this long idle, then sleeps between passes */
+    uint64_t worker_sleep_ns; /* longest sleep (0: never sleeps) */
 };
 
 /* The defaults of verbs.hpp's DeviceOptions (no args, real clock). */
@@ -355,6 +372,9 @@ uint64_t omrc_device_now_ns(const struct omrc_device* dev);
 int omrc_device_get_address(const struct omrc_device* dev, struct omrc_device_address* out);
 /* Planes in use; 0 for NULL. */
 uint32_t omrc_device_planes(const struct omrc_device* dev);
+/* The device's workers, and whether they run on threads of their own. */
+uint32_t omrc_device_workers(const struct omrc_device* dev);
+bool omrc_device_worker_threads(const struct omrc_device* dev);
 /* The QP defaults of the device's configuration (omrc_qp_defaults_init's
  * for a device opened with omrc_device_open). 0 or EINVAL. */
 int omrc_device_qp_defaults(const struct omrc_device* dev, struct omrc_qp_defaults* out);
@@ -433,6 +453,8 @@ int omrc_qp_deny_ev(struct omrc_qp* qp, uint32_t ev);
 
 /* Getters; 0 for a NULL handle. */
 uint32_t omrc_qp_num(const struct omrc_qp* qp);
+/* The worker that owns it. */
+uint32_t omrc_qp_worker(const struct omrc_qp* qp);
 uint16_t omrc_qp_conn_id(const struct omrc_qp* qp); /* the peer's dest_conn_id */
 /* An enum omrc_qp_state value, or -EINVAL for NULL. */
 int omrc_qp_get_state(const struct omrc_qp* qp);

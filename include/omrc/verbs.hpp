@@ -440,6 +440,13 @@ struct DeviceOptions {
     std::function<std::uint64_t()> clock;
 };
 
+/// Whether a device opened with `o` runs its workers on threads of their own
+/// (WorkerThreads): what Device::worker_threads() will say.
+[[nodiscard]] inline bool uses_worker_threads(const DeviceOptions& o) noexcept {
+    return o.worker_threads == WorkerThreads::own ||
+           (o.worker_threads == WorkerThreads::automatic && o.workers > 1 && !o.clock);
+}
+
 class Device;
 class Pd;
 class Mr;

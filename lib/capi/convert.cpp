@@ -128,6 +128,21 @@ int from_c(const omrc_device_options& in, DeviceOptions& out, std::string& why) 
     out.max_qps = in.max_qps;
     out.rx_burst_frames = in.rx_burst_frames;
     out.tx_burst_frames = in.tx_burst_frames;
+    out.workers = in.workers;
+    const int threads = raw(in.worker_threads);
+    if (threads != OMRC_WORKER_THREADS_AUTO && threads != OMRC_WORKER_THREADS_NONE && threads != OMRC_WORKER_THREADS_OWN) {
+        why = fmt::format("worker_threads {} is not one of OMRC_WORKER_THREADS_AUTO, _NONE, _OWN", threads);
+        return EINVAL;
+    }
+    out.worker_threads = static_cast<WorkerThreads>(threads);
+    if (in.num_cpus != 0 && in.cpus == nullptr) {
+        why = "num_cpus is set but cpus is NULL";
+        return EINVAL;
+    }
+    out.cpus.assign(in.cpus, in.cpus + in.num_cpus);
+    out.worker_spin_ns = in.worker_spin_ns;
+    out.worker_yield_ns = in.worker_yield_ns;
+    out.worker_sleep_ns = in.worker_sleep_ns;
     if (in.clock != nullptr) {
         auto* const fn = in.clock;
         void* const ctx = in.clock_ctx;

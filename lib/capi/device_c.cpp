@@ -40,6 +40,11 @@ void omrc_device_options_init(struct omrc_device_options* o) {
         c.max_qps = d.max_qps;
         c.rx_burst_frames = d.rx_burst_frames;
         c.tx_burst_frames = d.tx_burst_frames;
+        c.workers = d.workers;
+        c.worker_threads = static_cast<omrc_worker_threads>(d.worker_threads);
+        c.worker_spin_ns = d.worker_spin_ns;
+        c.worker_yield_ns = d.worker_yield_ns;
+        c.worker_sleep_ns = d.worker_sleep_ns;
         *o = c;
         return 0;
     });
@@ -125,6 +130,12 @@ int omrc_device_get_address(const struct omrc_device* dev, struct omrc_device_ad
 }
 
 uint32_t omrc_device_planes(const struct omrc_device* dev) { return dev == nullptr ? 0 : dev->dev->planes(); }
+
+uint32_t omrc_device_workers(const struct omrc_device* dev) { return dev == nullptr ? 0 : dev->dev->workers(); }
+
+bool omrc_device_worker_threads(const struct omrc_device* dev) {
+    return dev != nullptr && dev->dev->worker_threads();
+}
 
 int omrc_device_qp_defaults(const struct omrc_device* dev, struct omrc_qp_defaults* out) {
     if (dev == nullptr || out == nullptr) return EINVAL;

@@ -49,6 +49,7 @@ void omrc_qp_init_attr_init(struct omrc_qp_init_attr* a) {
     *a = omrc_qp_init_attr{};
     a->cap = {d.cap.max_send_wr, d.cap.max_recv_wr, d.cap.max_send_sge, d.cap.max_recv_sge, d.cap.max_inline_data};
     a->sq_sig_all = d.sq_sig_all;
+    a->worker = d.worker;
 }
 
 void omrc_qp_attr_init(struct omrc_qp_attr* a) {
@@ -70,6 +71,7 @@ int omrc_qp_create(struct omrc_pd* pd, const struct omrc_qp_init_attr* attr, str
         init.cap = {attr->cap.max_send_wr, attr->cap.max_recv_wr, attr->cap.max_send_sge, attr->cap.max_recv_sge,
                     attr->cap.max_inline_data};
         init.sq_sig_all = attr->sq_sig_all;
+        init.worker = attr->worker;
         auto handle = std::make_unique<omrc_qp>();
         int err = 0;
         handle->qp = pd->pd->create_qp(init, &err);
@@ -180,6 +182,8 @@ int omrc_qp_deny_ev(struct omrc_qp* qp, uint32_t ev) {
 }
 
 uint32_t omrc_qp_num(const struct omrc_qp* qp) { return qp == nullptr ? 0 : qp->qp->qp_num(); }
+
+uint32_t omrc_qp_worker(const struct omrc_qp* qp) { return qp == nullptr ? 0 : qp->qp->worker(); }
 
 uint16_t omrc_qp_conn_id(const struct omrc_qp* qp) { return qp == nullptr ? 0 : qp->qp->conn_id(); }
 

@@ -57,6 +57,7 @@ constexpr std::size_t kMaxFileBytes = 1u << 20;
 constexpr std::size_t kMaxNameChars = 63;
 
 constexpr std::array<std::string_view, 2> kFrameModes{"plain", "srv6"};
+constexpr std::array<std::string_view, 3> kWorkerThreads{"auto", "none", "own"};
 constexpr std::array<std::string_view, 3> kPolicies{"ecmp", "spray", "adaptive"};
 constexpr std::array<std::string_view, 5> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc", "credit"};
 constexpr std::array<CcAlgorithm, 5> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn,
@@ -356,6 +357,29 @@ bool read_device(Errors& e, const std::string& path, const toml::table& t, Devic
         number("max_qps", o.max_qps, 1, 4096),
         number("rx_burst_frames", o.rx_burst_frames, 1, 1024),
         number("tx_burst_frames", o.tx_burst_frames, 1, 1024),
+        number("workers", o.workers, 1, 16),
+        {"worker_threads",
+         [&](const toml::node& v, const std::string& p) {
+             std::size_t i = 0;
+             if (!read_choice(e, p, v, kWorkerThreads, i)) return false;
+             o.worker_threads = i == 0 ? WorkerThreads::automatic : i == 1 ? WorkerThreads::none : WorkerThreads::own;
+             return true;
+         }},
+        {"cpus",
+         [&](const toml::node& v, const std::string& p) {
+             const toml::array* a = v.as_array();
+             if (a == nullptr) return e.fail(p, &v, "must be an array of CPU numbers, such as [2, 3]");
+             o.cpus.clear();
+             for (std::size_t i = 0; i < a->size(); ++i) {
+                 std::uint32_t cpu = 0;
+                 if (!read_uint(e, fmt::format("{}[{}]", p, i), *a->get(i), 0, 1023, cpu)) return false;
+                 o.cpus.push_back(static_cast<int>(cpu));
+             }
+             return true;
+         }},
+        number("worker_spin_ns", o.worker_spin_ns, 0, kMaxTimerNs),
+        number("worker_yield_ns", o.worker_yield_ns, 0, kMaxTimerNs),
+        number("worker_sleep_ns", o.worker_sleep_ns, 0, kMaxTimerNs),
         {"args", [&](const toml::node& v, const std::string& p) { return read_args(e, p, v, o); }},
         {"fabric", [&](const toml::node& v, const std::string& p) { return read_fabric(e, p, v, o.fabric); }},
         {"qp", [&](const toml::node& v, const std::string& p) { return read_qp(e, p, v, dc.qp); }},
@@ -381,6 +405,12 @@ bool check_device(Errors& e, const std::string& path, const toml::table& t, cons
                           fmt::format("driver {} has no argument '{}'", dc.driver, key),
                           fmt::format("its arguments: {}", fmt::join(arg_keys, ", ")));
         }
+    }
+    if (!o.cpus.empty() && o.cpus.size() != o.workers) {
+        const toml::node* at = t.get("cpus");
+        return e.fail(config::join_path(path, "cpus"), at != nullptr ? at->source() : t.source(),
+                      fmt::format("{} CPUs for {} workers", o.cpus.size(), o.workers),
+                      "give one CPU per worker, or none (the NUMA node of the first port)");
     }
     if (o.frame_mode == FrameMode::srv6) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,

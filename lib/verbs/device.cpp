@@ -254,15 +254,13 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
 
     auto keys = options.seed != 0 ? verbs::KeyGenerator::from_seed(options.seed) : verbs::KeyGenerator::from_entropy();
     std::function<std::uint64_t()> clock = options.clock;
-    const bool real_clock = !clock;
     if (!clock) clock = &runtime::steady_now_ns;
     auto core = std::make_unique<detail::DeviceCore>(std::move(attached.keepalive), std::string(driver),
                                                      std::move(clock), keys);
     detail::DeviceCore& d = *core;
     d.next_hop_macs = next_hop_macs;
     d.next_hop_mask = next_hop_mask;
-    d.threaded = options.worker_threads == WorkerThreads::own ||
-                 (options.worker_threads == WorkerThreads::automatic && options.workers > 1 && real_clock);
+    d.threaded = uses_worker_threads(options);
     if (options.workers > 1) d.exchange = std::make_unique<runtime::FrameExchange>(options.workers);
     runtime::ProgressConfig pc{};
     pc.rx_burst_frames = options.rx_burst_frames;

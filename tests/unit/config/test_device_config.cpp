@@ -518,7 +518,7 @@ TEST_CASE("config: every error names the file, the key's dotted path and its lin
          "sock_buf_bytes, tx_slots"},
         {"[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\n[device.args]\nendpoint = 0\nlocal = \"[::1]:4791\"\n",
          "cfg.toml: device 'omrc0'.args.local: driver loopback has no argument 'local' (line 6); its arguments: "
-         "endpoint, endpoints, link_delay_ns, next_hop_macs, pcap, planes"},
+         "endpoint, endpoints, link_delay_ns, next_hop_macs, pcap, planes, steering"},
         {dev + "local_addr = \"10.0.0.1\"\n",
          "cfg.toml: device 'omrc0'.local_addr: \"10.0.0.1\" is not an IPv6 address (such as \"fd00::1\") (line 4)"},
         {dev + "local_addr = \"[::1]\"\n", "cfg.toml: device 'omrc0'.local_addr: \"[::1]\" is not an IPv6 address ..."},
