@@ -251,8 +251,9 @@ bool Fabric::Impl::transmit(std::uint32_t src, std::uint32_t sq, const wire::Gat
     std::uint64_t depart_ns = now_ns;
     const QueueConfig& q = cfg.queue;
     if (q.rate_bps > 0) {
-        const std::uint64_t backlog =
-            l.busy_until_ns > now_ns ? backlog_bytes(l.busy_until_ns - now_ns, q.rate_bps) : 0;
+        std::atomic<std::uint64_t>& busy_until = l.wire->busy_until_ns;
+        std::uint64_t busy = busy_until.load(std::memory_order_acquire);
+        const std::uint64_t backlog = busy > now_ns ? backlog_bytes(busy - now_ns, q.rate_bps) : 0;
         bool bypass = false;  // trimmed header: priority, does not wait behind the backlog
         if (backlog > q.limit_bytes || q.limit_bytes - backlog < len) {
             if (q.overflow != OverflowPolicy::trim || !fi.is_data) return drop(c.queue_dropped);
@@ -270,8 +271,12 @@ bool Fabric::Impl::transmit(std::uint32_t src, std::uint32_t sq, const wire::Gat
         if (bypass) {
             depart_ns = now_ns + ser;
         } else {
-            depart_ns = std::max(now_ns, l.busy_until_ns) + ser;
-            l.busy_until_ns = depart_ns;
+            // Another queue of this endpoint may have sent meanwhile: depart
+            // after whatever the wire holds by the time we take our turn.
+            do {
+                depart_ns = std::max(now_ns, busy) + ser;
+            } while (!busy_until.compare_exchange_weak(busy, depart_ns, std::memory_order_acq_rel,
+                                                       std::memory_order_acquire));
         }
     }
     const std::uint64_t deliver_ns = depart_ns + cfg.link_delay_ns + extra_delay_ns;

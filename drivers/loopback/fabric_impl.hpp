@@ -57,12 +57,20 @@ struct LinkCounterSet {
 /// Index of each impairment's random stream within a link.
 enum class Stream : std::uint32_t { loss = 0, burst, corrupt, trim, jitter, duplicate, count_ };
 
-/// One link direction src → dst on one plane.
+/// The wire of one link direction src → dst on one plane, which every
+/// queue of src shares (QueueConfig::rate_bps is the port's rate).
+struct Wire {
+    /// Time the link finishes serializing what it accepted, ns. Advanced
+    /// with a compare-and-swap: several queues' threads send on it.
+    alignas(64) std::atomic<std::uint64_t> busy_until_ns{0};
+};
+
+/// One link direction src → dst on one plane, as one queue of src sends on it.
 struct Link {
     std::atomic<const Impairment*> imp{nullptr};  ///< immutable, owned by Impl::configs; null = none
     std::array<Rng, static_cast<std::size_t>(Stream::count_)> rng{};  ///< one stream per impairment kind
     bool burst_bad = false;           ///< Gilbert–Elliott state: true = bad
-    std::uint64_t busy_until_ns = 0;  ///< time the link finishes serializing what it accepted, ns
+    Wire* wire = nullptr;             ///< shared by the queues of src (Impl::wires)
     LinkCounterSet counters;
 };
 
@@ -165,6 +173,7 @@ struct Fabric::Impl {
     /// has links of its own (its thread owns their state; link_counters()
     /// sums over the sender's queues).
     std::vector<std::unique_ptr<Link>> links;
+    std::vector<std::unique_ptr<Wire>> wires;  ///< index (src * endpoints + dst) * planes + plane
     /// real_time: index ring_index(src, src queue, dst, dst queue).
     std::vector<std::unique_ptr<SpscRing>> rings;
     std::mutex control_mutex;

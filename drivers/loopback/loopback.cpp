@@ -98,6 +98,8 @@ Fabric::Impl::Impl(const FabricConfig& c) : cfg(c) {
         }
         endpoints.push_back(std::move(ep));
     }
+    wires.reserve(std::size_t{n} * n * cfg.planes);
+    for (std::size_t i = 0; i < std::size_t{n} * n * cfg.planes; ++i) wires.push_back(std::make_unique<Wire>());
     links.reserve(std::size_t{n} * nq * n * cfg.planes);
     for (std::uint32_t s = 0; s < n; ++s)
         for (std::uint32_t q = 0; q < nq; ++q)
@@ -108,6 +110,7 @@ Fabric::Impl::Impl(const FabricConfig& c) : cfg(c) {
                     std::uint64_t state = cfg.seed + q;
                     const std::uint64_t seed = q == 0 ? cfg.seed : core::splitmix64(state);
                     for (std::uint32_t k = 0; k < l->rng.size(); ++k) l->rng[k] = link_rng(seed, s, d, p, k);
+                    l->wire = wires[(std::size_t{s} * n + d) * cfg.planes + p].get();
                     links.push_back(std::move(l));
                 }
     if (real_time()) {
