@@ -32,6 +32,7 @@ constexpr driver::ArgKey kKeys[] = {
     {"local", kBoth},         {"planes", kPlain},         {"ifaces", kSrv6},
     {"rx_depth", kBoth},      {"tx_slots", kBoth},        {"ring_entries", kBoth},
     {"sock_buf_bytes", kBoth}, {"link_probe_ms", kPlain}, {"link_poll_us", kSrv6},
+    {"steering", kBoth},
 };
 
 constexpr wire::Ipv6Addr kUnspecified{};
@@ -181,7 +182,8 @@ int parse_args(const std::map<std::string, std::string, std::less<>>& args, std:
         .number("ring_entries", c.ring_entries, 0, 32768)
         .number("sock_buf_bytes", c.sock_buf_bytes)
         .number("link_probe_ms", c.link_probe_ms, 1)
-        .number("link_poll_us", c.link_poll_us);
+        .number("link_poll_us", c.link_poll_us)
+        .choice("steering", c.spread, {{"qpn", false}, {"spread", true}});
     if (const int rc = raw ? finish_srv6(a, device_planes, c, error) : finish_plain(a, device_planes, c, error))
         return rc;
     out = std::move(c);

@@ -153,7 +153,9 @@ std::uint32_t UdpDriver::Impl::accept_plain(RxSlot& r, std::uint32_t p, int res)
     if (r.msg.msg_namelen < sizeof(sockaddr_in6) || r.from.sin6_family != AF_INET6) return dropped(c.rx_bad_family);
     std::memcpy(m.src.data(), &r.from.sin6_addr, 16);
     m.src_port = ntohs(r.from.sin6_port);
-    if (res == 0 && m.src == addr && m.src_port == planes[p].base_port) {
+    // A self-probe: empty, or (workers) one byte naming this queue.
+    const bool probe_shape = res == 0 || (cfg.queues > 1 && res == 1 && r.buf[kPlainHeaderBytes] == cfg.queue);
+    if (probe_shape && m.src == addr && m.src_port == planes[p].base_port) {
         ++c.rx_self_probes;
         plane_up(p);
         return 0;

@@ -22,10 +22,6 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, s
     }
     // srv6: whole Ethernet frames through one AF_PACKET socket per interface
     // (`ifaces`); plain: UDP datagrams.
-    if (options.workers != 1) {
-        error = fmt::format("workers={}: the udp driver opens one socket set", options.workers);
-        return EINVAL;
-    }
     const bool raw = options.frame_mode == FrameMode::srv6;
     UdpConfig cfg;
     if (const int rc = parse_args(options.args, options.planes, cfg, error, raw); rc != 0) return rc;
@@ -45,15 +41,28 @@ int make_udp_driver(const DeviceOptions& options, driver::AttachedDriver& out, s
         error = "DeviceOptions::local_addr must be the address of `local` (or left unset)";
         return EINVAL;
     }
-    std::unique_ptr<UdpDriver> drv;
-    if (const int rc = UdpDriver::open(cfg, drv, error); rc != 0) return rc;
-    out.macs = drv->macs();
-    out.default_addr = drv->address();
-    if (raw)
-        log::logger().info("udp: srv6 mode, {} planes over raw sockets", drv->planes());
-    else
-        log::logger().info("udp: {} planes, first port {}", drv->planes(), drv->base_port(0));
-    out.queues.push_back(std::move(drv));
+    // One socket set and ring per worker (steering.cpp): queue 0 picks the
+    // ports, the others bind the same ones.
+    cfg.queues = options.workers;
+    for (std::uint32_t q = 0; q < options.workers; ++q) {
+        cfg.queue = q;
+        std::unique_ptr<UdpDriver> drv;
+        if (const int rc = UdpDriver::open(cfg, drv, error); rc != 0) {
+            if (q > 0) error = fmt::format("worker {}: {}", q, error);
+            return rc;
+        }
+        if (q == 0) {
+            out.macs = drv->macs();
+            out.default_addr = drv->address();
+            if (!raw)
+                for (std::uint32_t p = 0; p < cfg.planes.size(); ++p) cfg.planes[p].base_port = drv->base_port(p);
+            if (raw)
+                log::logger().info("udp: srv6 mode, {} planes over raw sockets", drv->planes());
+            else
+                log::logger().info("udp: {} planes, first port {}", drv->planes(), drv->base_port(0));
+        }
+        out.queues.push_back(std::move(drv));
+    }
     return 0;
 }
 

@@ -80,6 +80,13 @@ void UdpDriver::Impl::probe_links(std::uint64_t now_ns) {
         pl.probe_msg = {};
         pl.probe_msg.msg_name = &pl.probe_to;
         pl.probe_msg.msg_namelen = sizeof(pl.probe_to);
+        if (cfg.queues > 1) {
+            // The port's group steers a probe by its one byte: back to this queue.
+            pl.probe_byte = static_cast<std::uint8_t>(cfg.queue);
+            pl.probe_iov = {&pl.probe_byte, 1};
+            pl.probe_msg.msg_iov = &pl.probe_iov;
+            pl.probe_msg.msg_iovlen = 1;
+        }
         io_uring_prep_sendmsg(s, sockets[p * kSocketsPerPlane].fd, &pl.probe_msg, 0);
         io_uring_sqe_set_data64(s, tag(kKindProbe, p));
         ++inflight;

@@ -98,6 +98,12 @@ int UdpDriver::Impl::open_plane_sockets(std::uint32_t p, std::uint16_t base, std
                 return errno;
             }
         set_buffers(s.fd, buf);
+        // Workers: the queues' sockets of a port form one SO_REUSEPORT group
+        // (steering.cpp), joined in queue order.
+        if (cfg.queues > 1 && ::setsockopt(s.fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+            error = fmt::format("setsockopt SO_REUSEPORT: {}", std::strerror(errno));
+            return errno;
+        }
         sockaddr_in6 sa{};
         sa.sin6_family = AF_INET6;
         std::memcpy(&sa.sin6_addr, addr.data(), 16);
@@ -192,6 +198,8 @@ int UdpDriver::Impl::open_raw_sockets(std::string& error) {
             error = fmt::format("plane {}: bind to {}: {}", p, pl.iface, std::strerror(e));
             return e;
         }
+        if (cfg.queues > 1)
+            if (const int e = join_fanout(s, error); e != 0) return e;
         pl.oper_up = pl.reported_up = read_iface_up(p);
         if (!pl.oper_up) log::logger().warn("udp: plane {} ({}) is down at open", p, pl.iface);
     }
@@ -250,6 +258,10 @@ int UdpDriver::open(const UdpConfig& config, std::unique_ptr<UdpDriver>& out, st
         error = "1..15 planes";
         return EINVAL;
     }
+    if (config.queues == 0 || config.queues > 16 || config.queue >= config.queues) {
+        error = "queue must be below queues, 1..16 queues";
+        return EINVAL;
+    }
     auto impl = std::make_unique<Impl>();
     impl->cfg = config;
     impl->addr = config.planes[0].addr;
@@ -271,6 +283,7 @@ int UdpDriver::open(const UdpConfig& config, std::unique_ptr<UdpDriver>& out, st
     } else if (int rc = impl->open_sockets(error)) {
         return rc;
     }
+    if (int rc = impl->attach_steering(error)) return rc;
     if (int rc = impl->open_ring(error)) return rc;
     out.reset(new UdpDriver(std::move(impl)));
     return 0;

@@ -76,6 +76,20 @@ struct UdpConfig {
     /// device address (base_port unused). Empty: plain mode.
     std::vector<std::string> ifaces;
     std::uint32_t link_poll_us = 1000;        ///< raw mode: interface-flags poll period
+    /// Workers (steering.cpp): this socket set is queue `queue` of `queues`.
+    /// With queues > 1 every socket joins a group with the other queues'
+    /// (plain: SO_REUSEPORT on the same ports; raw: a PACKET_FANOUT group on
+    /// the same interface) and a classic BPF program gives each datagram to
+    /// the queue its BTH.DestQP names (endpoint responses: the request id;
+    /// requests: queue 0). Queue 0 opens first and picks the ports; the
+    /// others are given them.
+    std::uint32_t queue = 0;
+    std::uint32_t queues = 1;
+    /// `steering=spread`: the program spreads frames over the queues by
+    /// BTH.PSN instead (a QP's packets on every queue; the runtime hands
+    /// them to its worker): software dispatch, for kernels and NICs that
+    /// cannot steer, and to test it.
+    bool spread = false;
     [[nodiscard]] bool raw() const { return !ifaces.empty(); }
 };
 
@@ -90,6 +104,7 @@ struct UdpConfig {
 ///   planes=N               planes when `local` has one entry (default:
 ///                          `device_planes`, else 1)
 ///   rx_depth=N, tx_slots=N, ring_entries=N, sock_buf_bytes=N, link_probe_ms=N
+///   steering=qpn|spread    workers: each frame to its QP's worker (default), or spread
 /// Without `local`: [::1], ports picked. Returns 0 or EINVAL with `error` set.
 ///
 /// With `raw` (frame_mode srv6): ifaces=IF[,IF...] (one per plane, required),
@@ -171,6 +186,9 @@ public:
     [[nodiscard]] driver::DriverStats stats() const override;
     /// Every UdpCounters field by name (Device::stats_json() "counters").
     void counters(std::vector<std::pair<std::string, std::uint64_t>>& out) const override;
+
+    /// queues > 1: {by_qpn or spread, "reuseport_cbpf"} (plain) or {.., "fanout_cbpf"} (raw).
+    [[nodiscard]] driver::SteeringInfo steering() const override;
 
     /// Administrative link state (any thread). Down: frames sent on the plane
     /// are dropped (tx_link_down), frames arriving on it are dropped

@@ -5,6 +5,7 @@
 //   datapath.cpp   rx_burst / tx_burst and the completions they reap
 //   link.cpp       link state: admin state, self-probes (plain), interface flags (raw), events
 //   udp_driver.cpp the driver's counters and addresses
+//   steering.cpp   workers: the socket groups' BPF programs
 // Everything here belongs to the owning thread, except admin_up (any thread).
 #pragma once
 
@@ -88,6 +89,8 @@ struct Plane {
     std::uint64_t last_probe_ns = 0;
     msghdr probe_msg{};
     sockaddr_in6 probe_to{};
+    std::uint8_t probe_byte = 0;  ///< queues > 1: the probe carries the queue's index (steering.cpp)
+    iovec probe_iov{};
     std::vector<std::uint32_t> parked;  ///< receive slots not re-armed after a socket error
     std::string iface;                  ///< raw mode
 };
@@ -154,6 +157,12 @@ struct UdpDriver::Impl {
     int open_sockets(std::string& error);
     int open_raw_sockets(std::string& error);
     int open_ring(std::string& error);
+
+    // steering.cpp (queues > 1)
+    /// Queue 0: the BPF program of every socket group. 0 or an errno.
+    int attach_steering(std::string& error);
+    /// Raw mode: `s` joins its interface's fanout group.
+    int join_fanout(Socket& s, std::string& error);
 
     // datapath.cpp
     /// A submission queue entry, submitting what is queued when the ring is full.

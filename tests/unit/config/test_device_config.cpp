@@ -515,7 +515,7 @@ TEST_CASE("config: every error names the file, the key's dotted path and its lin
         {dev + "[device.args]\nlocal = \"[::1]:4791\"\nrx_dept = 64\n",
          "cfg.toml: device 'omrc0'.args.rx_dept: driver udp has no argument 'rx_dept' (line 6); its arguments: "
          "ifaces, link_poll_us, link_probe_ms, local, next_hop_macs, pcap, planes, ring_entries, rx_depth, "
-         "sock_buf_bytes, tx_slots"},
+         "sock_buf_bytes, steering, tx_slots"},
         {"[[device]]\nname = \"omrc0\"\ndriver = \"loopback\"\n[device.args]\nendpoint = 0\nlocal = \"[::1]:4791\"\n",
          "cfg.toml: device 'omrc0'.args.local: driver loopback has no argument 'local' (line 6); its arguments: "
          "endpoint, endpoints, link_delay_ns, next_hop_macs, pcap, planes, steering"},

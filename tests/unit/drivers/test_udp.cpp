@@ -15,6 +15,8 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "drivers/udp/udp.hpp"
 #include "support/verbs_net.hpp"
 #include "unit/drivers/conformance.hpp"
@@ -458,4 +460,58 @@ TEST_CASE("udp verbs: WRITEs and a WRITE_WITH_IMM between two devices, byte-exac
     const std::string stats = dev[1]->stats_json();
     CHECK(stats.find("\"name\":\"udp\"") != std::string::npos);
     CHECK(stats.find("rx_socket_overflow") != std::string::npos);
+}
+
+TEST_CASE("udp verbs: workers, a socket set each: the kernel steers by QP (or spreads), byte-exact", "[unit][udp]") {
+    using namespace omrc::test;
+    const std::uint32_t workers = GENERATE(2u, 4u);
+    const std::string steering = GENERATE(std::string("qpn"), std::string("spread"));
+    CAPTURE(workers, steering);
+    std::unique_ptr<Device> dev[2];
+    for (int i = 0; i < 2; ++i) {
+        DeviceOptions o;
+        o.args["local"] = "[::1]";
+        o.args["steering"] = steering;
+        o.planes = 2;
+        o.seed = 200 + static_cast<std::uint64_t>(i);
+        o.workers = workers;
+        o.min_ev_timeout_ns = 50'000'000;  // time-shared CI cores
+        o.worker_sleep_ns = 20'000;
+        int err = -1;
+        dev[i] = Device::open("udp", o, &err);
+        REQUIRE(err == 0);
+        REQUIRE(dev[i]->worker_threads());
+    }
+    // One transfer per worker: QPs are placed on the workers in turn, so transfer i runs on worker i of each.
+    std::vector<std::unique_ptr<WriteTransfer>> t;
+    for (std::uint32_t w = 0; w < workers; ++w) {
+        TransferSpec spec = imm_transfer_spec(2u << 20, 10 + w, 0xAB00 + w);
+        spec.qp.evs = 16;
+        t.push_back(std::make_unique<WriteTransfer>(*dev[0], *dev[1], spec));
+        REQUIRE(t.back()->result().setup_error == 0);
+    }
+    for (auto& x : t) {
+        const TransferResult r = x->run();
+        check_transfer(r);
+        check_immediate(r, r.received.empty() ? 0 : r.received.front().imm_data, 64u << 10);
+    }
+    for (int i = 0; i < 2; ++i) {
+        const auto s = nlohmann::json::parse(dev[i]->stats_json());
+        CHECK(s["device"]["steering"]["method"] == "reuseport_cbpf");
+        std::uint64_t foreign = 0, handed = 0, copies = 0, own = 0;
+        for (const auto& w : s["device"]["per_worker"]) {
+            CHECK(w["engine"]["rx_drops"]["no_qp"] == 0);
+            CHECK(w["exchange"]["dropped_ring_full"] == 0);
+            foreign += w["exchange"]["rx_foreign"].get<std::uint64_t>();
+            copies += w["exchange"]["endpoint_copies"].get<std::uint64_t>();
+            handed += w["exchange"]["handed_in"].get<std::uint64_t>();
+            own += w["exchange"]["rx_own"].get<std::uint64_t>();
+        }
+        CHECK(handed == foreign + copies);
+        CAPTURE(own, foreign);
+        if (steering == "qpn") CHECK(foreign == 0);  // the kernel put every frame on its QP's worker's socket
+        // Spread by PSN, the receiver's data packets land on every socket and
+        // are handed over (the sender's SACKs carry fewer PSNs).
+        else if (i == 1) CHECK(foreign > own / 4);
+    }
 }
