@@ -17,8 +17,9 @@ namespace omrc::dpdk {
 
 namespace {
 
-constexpr driver::ArgKey kKeys[] = {{"eal"},       {"vdevs"},   {"ports"},        {"rx_desc"}, {"tx_desc"},   {"mbufs"},
-                                    {"zero_copy"}, {"backlog"}, {"link_poll_us"}, {"icrc"},    {"telemetry"}};
+constexpr driver::ArgKey kKeys[] = {{"eal"},     {"vdevs"},   {"ports"},        {"rx_desc"}, {"tx_desc"},
+                                    {"mbufs"},   {"zero_copy"}, {"backlog"},     {"link_poll_us"}, {"icrc"},
+                                    {"telemetry"}, {"mtu"},     {"steering"}};
 
 int parse_options(const DeviceOptions& options, DpdkOptions& out, std::string& error) {
     driver::ArgReader a(options.args, kKeys);
@@ -35,7 +36,9 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out, std::string& e
         .number("link_poll_us", link_poll_us, 0, 10'000'000)
         .number("backlog", out.backlog, 32, 65536)
         .choice("icrc", out.icrc,
-                {{"auto", IcrcChoice::automatic}, {"software", IcrcChoice::software}, {"none", IcrcChoice::none}});
+                {{"auto", IcrcChoice::automatic}, {"software", IcrcChoice::software}, {"none", IcrcChoice::none}})
+        .number("mtu", out.mtu, 256, 4096)
+        .choice("steering", out.steer_by_qpn, {{"qpn", true}, {"spread", false}});
     if (!a.ok()) {
         error = a.error();
         return EINVAL;
@@ -45,20 +48,18 @@ int parse_options(const DeviceOptions& options, DpdkOptions& out, std::string& e
 }
 
 int make_dpdk_driver(const DeviceOptions& options, driver::AttachedDriver& out, std::string& error) noexcept {
-    if (options.workers != 1) {
-        error = fmt::format("workers={}: the dpdk driver opens one queue per port", options.workers);
-        return EINVAL;
-    }
     DpdkOptions o;
     if (const int e = parse_options(options, o, error); e != 0) return e;
-    std::unique_ptr<DpdkDriver> drv;
-    if (const int e = DpdkDriver::open(o, drv, error); e != 0) return e;
-    const auto& ports = drv->ports();
-    for (std::size_t i = 0; i < ports.size(); ++i) std::copy(ports[i].mac.begin(), ports[i].mac.end(), out.macs[i].begin());
+    o.queues = options.workers;  // a queue pair per worker on every port
+    std::shared_ptr<DpdkPorts> shared;
+    if (const int e = DpdkPorts::open(o, shared, error); e != 0) return e;
+    const auto& ports = shared->ports();
+    for (std::size_t i = 0; i < ports.size(); ++i)
+        std::copy(ports[i]->mac.begin(), ports[i]->mac.end(), out.macs[i].begin());
     // fd6d:7263:0:d9d::<MAC of plane 0>: a unique-local default address.
     out.default_addr = {0xfd, 0x6d, 0x72, 0x63, 0x00, 0x00, 0x0d, 0x9d};
-    std::copy(ports[0].mac.begin(), ports[0].mac.end(), out.default_addr.begin() + 10);
-    out.queues.push_back(std::move(drv));
+    std::copy(ports[0]->mac.begin(), ports[0]->mac.end(), out.default_addr.begin() + 10);
+    for (std::uint32_t q = 0; q < o.queues; ++q) out.queues.push_back(std::make_unique<DpdkDriver>(shared, q));
     return 0;
 }
 

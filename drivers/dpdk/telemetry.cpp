@@ -425,7 +425,12 @@ Json cmd_devices(std::string_view params) {
         std::string ports;
         for (const std::string& p : info.ports) ports += (ports.empty() ? "" : ",") + p;
         out.add(fmt::format("dev{}", i),
-                Json{{"index", i}, {"driver", info.driver}, {"planes", info.planes}, {"ports", ports}});
+                Json{{"index", i},
+                     {"driver", info.driver},
+                     {"planes", info.planes},
+                     {"ports", ports},
+                     {"workers", info.workers},
+                     {"steering", info.steering}});
     }
     return std::move(out).finish();
 }

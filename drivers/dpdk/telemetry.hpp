@@ -96,6 +96,8 @@ struct DeviceInfo {
     std::string driver;
     std::uint32_t planes = 0;
     std::vector<std::string> ports;  ///< port names, in plane order
+    std::uint32_t workers = 1;       ///< queues per port, one per worker
+    std::string steering = "none";   ///< how frames reach the workers' queues (DpdkPorts::steering)
 };
 
 /// A device's place in the registry; unregisters when it goes.

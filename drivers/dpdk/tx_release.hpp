@@ -6,8 +6,9 @@
 // frame is released at once. The watermark is the contiguous prefix of
 // released frames: Driver::tx_release_count().
 //
-// Threads: the device's owning thread. DPDK frees transmitted mbufs from the
-// thread that calls rte_eth_tx_burst / rte_eth_tx_done_cleanup, i.e. ours.
+// Threads: the queue's (its worker's) thread. DPDK frees transmitted mbufs
+// from the thread that calls rte_eth_tx_burst / rte_eth_tx_done_cleanup,
+// i.e. ours: each queue has its own ring.
 #pragma once
 
 #include <array>
@@ -22,11 +23,14 @@ namespace omrc::dpdk {
 
 class TxReleaseRing {
 public:
+    /// Payload pieces of one frame: its segments, each split at most once
+    /// where its pages are not contiguous in IOVA (a frame needing more is copied).
+    static constexpr std::size_t kMaxPieces = 2 * wire::GatherFrame::kMaxSegments;
     struct Record {
         TxReleaseRing* ring = nullptr;
         std::uint32_t pending = 0;  ///< external buffers not yet freed by DPDK
-        /// One shared-info block per payload segment (DPDK keeps a pointer).
-        std::array<rte_mbuf_ext_shared_info, wire::GatherFrame::kMaxSegments> shinfo{};
+        /// One shared-info block per payload piece (DPDK keeps a pointer).
+        std::array<rte_mbuf_ext_shared_info, kMaxPieces> shinfo{};
     };
 
     /// `capacity` frames may be outstanding (rounded up to a power of two).

@@ -150,6 +150,18 @@ public:
     [[nodiscard]] virtual bool stats_wanted() const { return false; }
     virtual void publish_stats(std::string json) { (void)json; }
 
+    /// Memory the application registered (an MR) or deregistered. A driver
+    /// that hands payload to a NIC by DMA maps it here, before any frame can
+    /// reference it, and unmaps it once no frame it holds references it.
+    /// Called on queue 0 only (memory is the device's), on the program's
+    /// thread while every worker is parked. 0, or an errno: the registration
+    /// stands and the driver copies frames from that memory instead.
+    virtual int register_memory(const void* addr, std::size_t len) {
+        (void)addr, (void)len;
+        return 0;
+    }
+    virtual void unregister_memory(const void* addr, std::size_t len) { (void)addr, (void)len; }
+
     /// How received frames reach this queue (the same for every queue of a driver).
     [[nodiscard]] virtual SteeringInfo steering() const { return {}; }
     /// The NUMA node of the driver's first port (where its workers belong

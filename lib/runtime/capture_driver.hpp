@@ -69,6 +69,8 @@ public:
     void publish_stats(std::string json) override { inner_->publish_stats(std::move(json)); }
     [[nodiscard]] driver::SteeringInfo steering() const override { return inner_->steering(); }
     [[nodiscard]] int numa_node() const override { return inner_->numa_node(); }
+    int register_memory(const void* addr, std::size_t len) override { return inner_->register_memory(addr, len); }
+    void unregister_memory(const void* addr, std::size_t len) override { inner_->unregister_memory(addr, len); }
 
 private:
     void write(std::uint64_t now_ns, std::span<const std::uint8_t> bytes);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Pd and Mr: protection domains and memory registration.
 #include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include "log/log.hpp"
@@ -38,6 +39,11 @@ std::unique_ptr<Mr> Pd::reg_mr(void* addr, std::size_t length, std::uint32_t acc
             set_err(err, rc);
             return nullptr;
         }
+        // A driver that lets a NIC read the payload maps the memory now
+        // (else it copies frames from it: the registration stands).
+        if (const int rc = core_->first_queue().register_memory(addr, length); rc != 0)
+            log::logger().debug("MR of {} B: driver '{}' does not map it ({}): its frames are copied", length,
+                                core_->driver_name, std::strerror(rc));
     }
     auto mr = std::unique_ptr<Mr>(new Mr());
     mr->core_ = core_;
@@ -85,6 +91,9 @@ int Mr::deregister() {
             if (w->threaded()) std::this_thread::yield();  // the worker's own passes release them
         }
     }
+    // No frame references the memory any more: the driver unmaps it.
+    const detail::WorkerControl parked(*core_);
+    core_->first_queue().unregister_memory(reinterpret_cast<const void*>(addr_), length_);
     return 0;
 }
 

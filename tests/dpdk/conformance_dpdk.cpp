@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <functional>
 #include <utility>
 
@@ -26,7 +28,8 @@ namespace {
 std::unique_ptr<dpdk::DpdkDriver> open_tap_driver(const std::string& tag, unsigned first_port, std::uint32_t planes) {
     dpdk::DpdkOptions o;
     o.eal = dpdk_eal_args();
-    o.link_poll_ns = 0;  // the suite expects a link change at the next call
+    o.link_poll_ns = 0;  // the shortest alarm period: the suite waits for the driver's view of a link change
+    o.mtu = 1024;        // net_tap takes frames of at most 1514 B
     o.rx_desc = o.tx_desc = 256;  // small rings: the suite opens many ports
     o.backlog = 256;
     for (std::uint32_t p = 0; p < planes; ++p) {
@@ -66,7 +69,7 @@ Pair dpdk_pair(std::unique_ptr<dpdk::DpdkDriver> a, std::unique_ptr<dpdk::DpdkDr
     Pair p = realtime_pair(std::move(a), std::move(b), planes);
     p.mac = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl) {
         wire::MacAddr m{};
-        const auto& src = (e == 0 ? d0 : d1)->ports()[pl].mac;
+        const auto& src = (e == 0 ? d0 : d1)->ports()[pl]->mac;
         std::copy(src.begin(), src.end(), m.begin());
         return m;
     };
@@ -112,18 +115,17 @@ std::vector<Factory> conformance_factories() {
              // back when it starts and the pair reconnects.
              p.set_link = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl, bool up) {
                  dpdk::DpdkDriver* self = e == 0 ? d0 : d1;
-                 const std::uint16_t other = (e == 0 ? d1 : d0)->ports()[pl].id;
+                 const std::uint16_t other = (e == 0 ? d1 : d0)->ports()[pl]->id;
                  if (!up) {
                      REQUIRE(rte_eth_dev_stop(other) == 0);
                  } else {
                      REQUIRE(rte_eth_dev_start(other) == 0);
                  }
+                 // The driver learns of it off the data path (a link event
+                 // of the PMD, or its alarm's poll): wait for its view.
                  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-                 while (std::chrono::steady_clock::now() < until) {
-                     rte_eth_link link{};
-                     (void)rte_eth_link_get_nowait(self->ports()[pl].id, &link);
-                     if ((link.link_status == RTE_ETH_LINK_UP) == up) break;
-                 }
+                 while (std::chrono::steady_clock::now() < until && self->link_up(pl) != up)
+                     std::this_thread::sleep_for(std::chrono::microseconds(100));
              };
              wait_all_up(*p.a, *p.b, planes, p.now);
              return p;
@@ -136,9 +138,15 @@ std::vector<Factory> conformance_factories() {
              auto b = open_tap_driver("c", base + 8, planes);
              for (std::uint32_t pl = 0; pl < planes; ++pl)
                  wire_taps(tap_iface("c", base + pl), tap_iface("c", base + 8 + pl));
+             dpdk::DpdkDriver* d[2] = {a.get(), b.get()};
              Pair p = dpdk_pair(std::move(a), std::move(b), planes);
-             p.set_link = [base](std::uint32_t e, std::uint32_t pl, bool up) {
+             p.set_link = [base, d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl, bool up) {
                  dpdk_sh("ip link set " + tap_iface("c", base + 8 * e + pl) + (up ? " up" : " down"));
+                 // The tap's link event reaches the driver off the data path: wait for its view.
+                 dpdk::DpdkDriver* self = e == 0 ? d0 : d1;
+                 const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                 while (std::chrono::steady_clock::now() < until && self->link_up(pl) != up)
+                     std::this_thread::sleep_for(std::chrono::microseconds(100));
              };
              // The kernel side must be up before the suite looks at links.
              wait_all_up(*p.a, *p.b, planes, p.now);

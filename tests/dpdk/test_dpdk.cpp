@@ -206,8 +206,9 @@ struct TapWires {
 
 TEST_CASE("dpdk: net_tap ports, kernel noise counted, a port lost midway", "[dpdk_tap]") {
     TapWires w;
-    auto a = open_dpdk(w.ports(20), 31, {{"vdevs", w.vdevs('a', 20)}, {"zero_copy", "1"}});
-    auto b = open_dpdk(w.ports(30), 32, {{"vdevs", w.vdevs('b', 30)}});
+    // net_tap takes frames of at most 1514 B: an RDMA MTU of 1 KiB.
+    auto a = open_dpdk(w.ports(20), 31, {{"vdevs", w.vdevs('a', 20)}, {"zero_copy", "1"}, {"mtu", "1024"}});
+    auto b = open_dpdk(w.ports(30), 32, {{"vdevs", w.vdevs('b', 30)}, {"mtu", "1024"}});
     w.wire();
     REQUIRE(wait_links(*a, *b));
     std::uint64_t b_plane1_at_cut = 0;
