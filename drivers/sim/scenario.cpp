@@ -13,6 +13,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "core/cc.hpp"
 #include "drivers/sim/memory_model.hpp"
 #include "drivers/sim/path_plan.hpp"
 #include "wire/frame.hpp"
@@ -470,7 +471,10 @@ void Runner::build() {
     // usid on a fat tree (no uSID numbering) falls back to ecmp; every other mode is taken as asked.
     sc.routing = cfg_.routing == RoutingMode::usid && !srv6_ ? RoutingMode::ecmp : cfg_.routing;
     sc.carry_payload = cfg_.carry_payload;
-    sc.int_telemetry = sc.int_telemetry || cfg_.cc.algorithm == core::CcAlgorithm::hpcc;
+    // INT stamping where the QPs' algorithm reads it (its registration says so).
+    const core::CcAlgorithmInfo* cc = core::find_cc(cfg_.cc.algorithm);
+    if (cc == nullptr) throw std::invalid_argument("scenario: unknown congestion-control algorithm");
+    sc.int_telemetry = sc.int_telemetry || cc->needs_telemetry;
     sc.telemetry_bucket_ps = cfg_.telemetry_bucket_ps;
     sc.tracked_src_nic = cfg_.tracked_src_host;
     sc.log_down_drops = std::any_of(cfg_.failures.begin(), cfg_.failures.end(),

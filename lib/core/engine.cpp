@@ -235,12 +235,15 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         const std::uint32_t mpr = (c.mask & kAttrMpr) ? a.mpr : qp->attr.mpr;
         if (mpr == 0 || mpr > 32 || !std::has_single_bit(mpr)) return {EINVAL};
         if (cfg_.mode == wire::FrameMode::srv6 && a.peer_host >= cfg_.fabric.hosts()) return {EINVAL};
+        const CcAlgorithmInfo* cc = find_cc(a.cc.algorithm);
+        if (cc == nullptr || find_path_policy(a.policy) == nullptr) return {EINVAL};
         const std::uint32_t access = qp->attr.access_flags, pd = qp->attr.pd;
         qp->attr = a;
         qp->attr.access_flags = access;
         qp->attr.pd = pd;
         qp->attr.dest_conn_id = conn_id_of(a.dest_qp_num);  // whatever the caller passed
         qp->attr.mpr = mpr;
+        qp->cc_info = cc;
         qp->rcv_window = mpr * 128;
         qp->rcv_bitmap.assign(qp->rcv_window / 64, 0);
         qp->rcv_cack = psn_add(a.rq_psn, -1);
@@ -255,15 +258,18 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
     if (from == QpState::rtr && to == QpState::rts) {
         if (!need(kAttrSqPsn)) return {EINVAL};
         if (a.sq_psn > 0xFFFFFF) return {EINVAL};
+        const CcAlgorithmInfo* cc = (c.mask & kAttrCc) ? find_cc(a.cc.algorithm) : qp->cc_info;
+        if (cc == nullptr) return {EINVAL};
         qp->snd_una = qp->snd_nxt = a.sq_psn;
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
         if (c.mask & kAttrCc) qp->attr.cc = a.cc;
+        qp->cc_info = cc;
         qp->attr.sq_psn = a.sq_psn;
         // The peer's receiver may hold a packet up to its ACK delay bound
         // before the SACK that releases it (assuming its ACK policy is ours).
         qp->cc = make_cc(qp->attr.cc, cfg_.planes, qp->attr.mtu_bytes, cfg_.ack_delay_ns);
-        qp->credit = qp->attr.cc.algorithm == CcAlgorithm::credit ? static_cast<Credit*>(qp->cc.get()) : nullptr;
+        qp->credit = dynamic_cast<Credit*>(qp->cc.get());
         qp->last_progress_ns = now;
         qp->state = QpState::rts;
         return {kOk};
@@ -592,7 +598,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);
     if (!f.ip_src_is(qp->attr.peer_addr)) return drop(DropReason::wrong_source);
-    if (f.has_crth && qp->attr.cc.algorithm == CcAlgorithm::credit) credit_rx(*qp, f.crth(), f, now);
+    if (f.has_crth && qp->cc_info->receiver_credit) credit_rx(*qp, f.crth(), f, now);
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {
         case wire::Opcode::sack:

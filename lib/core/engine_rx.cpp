@@ -107,7 +107,7 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     h.src_conn_id = qp.conn_id;
     h.dst_conn_id = qp.attr.dest_conn_id;
     h.cack_psn = qp.rcv_cack;
-    h.cc_type = qp.attr.cc.algorithm == CcAlgorithm::credit ? wire::mrc::kSethCcTypeCredit : wire::mrc::kSethCcTypeNscc;
+    h.cc_type = qp.cc_info->seth_cc_type;
     h.mpr = static_cast<std::uint8_t>(qp.attr.mpr);
     s.cc = {};
     s.cgth = {};  // a credit-mode QP's SACK carries one (cc_type credit); credit_fill sets it
@@ -199,7 +199,7 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
 }
 
 void Engine::credit_fill(Qp& qp, wire::FrameSpec& s) {
-    if (qp.attr.cc.algorithm != CcAlgorithm::credit || !credit_sched_.configured()) return;  // V stays clear
+    if (!qp.cc_info->receiver_credit || !credit_sched_.configured()) return;  // V stays clear
     const std::uint64_t granted = credit_sched_.granted(qp.qpn & kQpIndexMask);
     s.cgth.valid = true;
     s.cgth.grant = static_cast<std::uint32_t>(granted);  // low 32 bits; the sender widens them

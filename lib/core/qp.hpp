@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/cc.hpp"
+#include "core/cc_credit.hpp"
 #include "core/config.hpp"
 #include "core/paths.hpp"
 #include "core/ring.hpp"
@@ -109,6 +110,8 @@ struct Qp {
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
     Credit* credit = nullptr;       ///< cc, when it is the receiver-credit mode (its send gate and request); else null
+    /// The registration of attr.cc.algorithm (set from RTR on: never null there).
+    const CcAlgorithmInfo* cc_info = nullptr;
     std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one (EvSlot::infer_queued)
     /// RTT samples of one plane (its triggering packets'), as the QP-wide ones below.
     struct PlaneRtt {
