@@ -132,6 +132,12 @@ struct CcAlgorithmInfo {
     bool receiver_credit = false;
 };
 
+/// The factory of an algorithm whose class is built as T(cfg, planes, mtu_bytes, ack_hold_ns).
+template <class T>
+std::unique_ptr<CongestionControl> make_cc_as(const CcConfig& cfg, const CcLink& link) {
+    return std::make_unique<T>(cfg, link.planes, link.mtu_bytes, link.ack_hold_ns);
+}
+
 /// Every registered algorithm, in the order of cc.cpp's list.
 [[nodiscard]] std::span<const CcAlgorithmInfo* const> cc_algorithms() noexcept;
 /// The algorithm registered as `id` / called `name`, or null.

@@ -177,9 +177,7 @@ extern const CcAlgorithmInfo kCcCredit{
     .name = "credit",
     .description = "receiver credit: an unscheduled first burst, then only what the receiver grants",
     .params = kParams,
-    .make = [](const CcConfig& cfg, const CcLink& l) -> std::unique_ptr<CongestionControl> {
-        return std::make_unique<Credit>(cfg, l.planes, l.mtu_bytes, l.ack_hold_ns);
-    },
+    .make = &make_cc_as<Credit>,
     .seth_cc_type = wire::mrc::kSethCcTypeCredit,
     .receiver_credit = true,
 };

@@ -177,9 +177,7 @@ extern const CcAlgorithmInfo kCcDcqcn{
     .name = "dcqcn",
     .description = "DCQCN's reaction point: rate cut on ECN echoes, trims and losses; window = rate x RTT",
     .params = kParams,
-    .make = [](const CcConfig& cfg, const CcLink& l) -> std::unique_ptr<CongestionControl> {
-        return std::make_unique<Dcqcn>(cfg, l.planes, l.mtu_bytes, l.ack_hold_ns);
-    },
+    .make = &make_cc_as<Dcqcn>,
 };
 
 }  // namespace omrc::core

@@ -102,9 +102,7 @@ extern const CcAlgorithmInfo kCcHpcc{
     .name = "hpcc",
     .description = "HPCC: window from INT telemetry (the simulator stamps it; holds its window without)",
     .params = kParams,
-    .make = [](const CcConfig& cfg, const CcLink& l) -> std::unique_ptr<CongestionControl> {
-        return std::make_unique<Hpcc>(cfg, l.planes, l.mtu_bytes, l.ack_hold_ns);
-    },
+    .make = &make_cc_as<Hpcc>,
     .needs_telemetry = true,
 };
 

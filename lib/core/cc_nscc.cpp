@@ -93,9 +93,7 @@ extern const CcAlgorithmInfo kCcNscc{
     .name = "nscc",
     .description = "NSCC: delay and ECN, quick adapt on trims",
     .params = kParams,
-    .make = [](const CcConfig& cfg, const CcLink& l) -> std::unique_ptr<CongestionControl> {
-        return std::make_unique<Nscc>(cfg, l.planes, l.mtu_bytes, l.ack_hold_ns);
-    },
+    .make = &make_cc_as<Nscc>,
 };
 
 }  // namespace omrc::core

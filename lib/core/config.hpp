@@ -3,6 +3,7 @@
 // and a default that works on the loopback driver.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -16,6 +17,12 @@ namespace omrc::core {
 
 inline constexpr std::uint32_t kMaxPlanes = routing::kMaxPlanes;
 using PlaneMacs = std::array<wire::MacAddr, kMaxPlanes>;
+
+/// The plane of an EV as an index below kMaxPlanes (an EV from the wire may
+/// name any plane; the last index stands for those beyond).
+[[nodiscard]] constexpr std::uint8_t ev_plane_index(std::uint32_t ev) noexcept {
+    return static_cast<std::uint8_t>(std::min<std::uint32_t>(routing::ev_plane(ev), kMaxPlanes - 1));
+}
 
 /// A controller's path plan for one QP (PathPolicy::planned, rnl): per plane, the
 /// T1 switches its slots cross, `t1_count` consecutive T1s (modulo the

@@ -91,11 +91,12 @@ nlohmann::json planes_json(const core::Qp& qp) {
     nlohmann::json out = nlohmann::json::array();
     for (std::uint32_t p = 0; p < views.size(); ++p) {
         nlohmann::json j = plane_json(p, views[p]);
-        const bool sampled = (qp.planes_sampled >> p) & 1u;
+        const bool sampled = (qp.rtt.planes_sampled() >> p) & 1u;
         j["evs_active"] = views[p].evs_active;
         j["evs_skipping"] = views[p].evs_skipping;
-        j["rtt_min_ns"] = sampled ? qp.plane_rtt[p].min_ns : 0;
-        j["rtt_max_ns"] = sampled ? qp.plane_rtt[p].max_ns : 0;
+        const core::RttStats& rtt = qp.rtt.plane(static_cast<std::uint8_t>(p));
+        j["rtt_min_ns"] = sampled ? rtt.min_ns : 0;
+        j["rtt_max_ns"] = sampled ? rtt.max_ns : 0;
         out.push_back(std::move(j));
     }
     return out;
