@@ -102,7 +102,7 @@ void Engine::detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs no
     std::uint64_t missing = ~sack.bitmap;  // bit k: PSN base + k not received when the SACK left
     const std::int32_t span = psn_diff(qp.snd_nxt, sack.base);
     if (span <= 0) return;
-    if (span < 64) missing &= (1ull << span) - 1;
+    if (span < wire::SethHdr::kBitmapPsns) missing &= (1ull << span) - 1;
     for (; missing != 0; missing &= missing - 1) {
         const std::uint32_t psn = psn_add(sack.base, std::countr_zero(missing));
         if (psn_diff(psn, qp.snd_una) < 0 || psn_diff(psn, sack.cack) <= 0) continue;

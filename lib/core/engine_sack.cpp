@@ -20,7 +20,7 @@ bool Engine::SackView::reports(std::uint32_t psn, bool& received) const noexcept
         return true;
     }
     const std::int32_t k = psn_diff(psn, base);
-    if (k < 0 || k >= 64) return false;
+    if (k < 0 || k >= wire::SethHdr::kBitmapPsns) return false;
     received = ((bitmap >> k) & 1u) != 0;
     return true;
 }
