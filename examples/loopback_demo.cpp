@@ -18,14 +18,16 @@
 int main(int argc, char** argv) {
     CLI::App app{"OpenMRC demo: sprayed RDMA WRITEs over an 8-plane loopback fabric with a plane failure"};
     omrc::demo::Options o;
-    std::string policy_name = "adaptive";
+    std::string policy_name = omrc::to_string(omrc::PathPolicy::adaptive);
     double bucket_us = 500;
     bool stats = false;
     std::vector<double> outages;
     app.add_option("--bytes", o.bytes, "bytes to transfer (default 1 GiB)")->check(CLI::Range(1ull << 20, 1ull << 34));
     app.add_option("--planes", o.planes, "planes (NIC ports), 100 Gb/s each")->check(CLI::Range(2, 15));
     app.add_option("--msg-kib", o.msg_kib, "WRITE size in KiB")->check(CLI::Range(4, 65536));
-    app.add_option("--policy", policy_name, "path policy")->check(CLI::IsMember({"adaptive", "spray", "ecmp"}));
+    std::vector<std::string> policies;  // the library's (path_policies())
+    for (const omrc::PathPolicyInfo& p : omrc::path_policies()) policies.push_back(p.name);
+    app.add_option("--policy", policy_name, "path policy")->check(CLI::IsMember(policies));
     app.add_option("--dark-plane", o.dark_plane, "plane blackholed in the middle of the run");
     app.add_option("--outages", outages,
                    "when the dark plane goes dark and comes back, as fractions of the ideal transfer time "
@@ -56,9 +58,7 @@ int main(int argc, char** argv) {
         }
     }
     if (o.dark_plane >= o.planes) o.dark_plane = o.planes - 1;
-    o.policy = policy_name == "spray" ? omrc::PathPolicy::spray
-               : policy_name == "ecmp" ? omrc::PathPolicy::ecmp
-                                       : omrc::PathPolicy::adaptive;
+    (void)omrc::path_policy_by_name(policy_name, &o.policy);  // a member of policies (checked above)
     o.bucket_ns = static_cast<std::uint64_t>(bucket_us * 1e3);
     const std::uint64_t msg = std::uint64_t{o.msg_kib} << 10;
     const std::uint64_t bytes = (o.bytes + msg - 1) / msg * msg;

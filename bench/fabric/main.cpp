@@ -3,9 +3,11 @@
 // scenario in the packet-level simulator (drivers/sim) with real engines and
 // prints its summary; --out also writes CSV series and PNG plots.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <cstdio>
 #include <iostream>
 
+#include "core/cc.hpp"
 #include "report.hpp"
 #include "scenario_file.hpp"
 
@@ -17,8 +19,14 @@ int main(int argc, char** argv) {
     app.add_option("scenario", scenario, "scenario file (.toml or .json), e.g. bench/fabric/scenarios/perm_1024.toml")
         ->required()
         ->check(CLI::ExistingFile);
-    app.add_option("--policy", policy, "path policy, overrides the scenario: ecmp, spray, adaptive, planned (a conflict-free T1 per flow and plane, computed from the topology and workload), rnl (a hashed T1 per flow and plane; a controller scores links and moves the worst flows, a few per interval) or reps (UET REPS: EVs recycled while their ACKs come back clean, fresh ones explored otherwise, exploration frozen after a failure)");
-    app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: fixed, nscc, dcqcn, hpcc (INT stamping on) or credit (receiver credit)");
+    // The policies' and algorithms' names and descriptions are their registrations'.
+    std::string policies, ccs;
+    for (const omrc::core::PathPolicyInfo& p : omrc::core::kPathPolicies)
+        policies += fmt::format("{}{}: {}", policies.empty() ? "" : "; ", p.name, p.description);
+    for (const omrc::core::CcAlgorithmInfo* a : omrc::core::cc_algorithms())
+        ccs += fmt::format("{}{}: {}", ccs.empty() ? "" : "; ", a->name, a->description);
+    app.add_option("--policy", policy, "path policy, overrides the scenario: " + policies);
+    app.add_option("--cc", cc, "congestion control of every QP, overrides the scenario: " + ccs);
     app.add_option("--routing", routing, "switch routing, overrides the scenario: usid (SRv6 frames), ecmp (plain frames, switches hash the EV), ev_path (plain frames, the EV's path bits name each uplink: placed paths on any topology, the fat tree included) or ddc (a distributed disaggregated chassis per plane: VOQs, credits, cells, in-order delivery; clos and leaf_spine)");
     app.add_flag("--json", json, "print the summary as one JSON object");
     app.add_option("--out", out, "directory for CSV series, summary.json and PNG plots");

@@ -10,21 +10,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/cc.hpp"
+
 namespace omrc::fabric {
 
 namespace {
-
-const char* policy_name(core::PathPolicy p) {
-    switch (p) {
-        case core::PathPolicy::ecmp: return "ecmp";
-        case core::PathPolicy::spray: return "spray";
-        case core::PathPolicy::adaptive: return "adaptive";
-        case core::PathPolicy::planned: return "planned";
-        case core::PathPolicy::rnl: return "rnl";
-        case core::PathPolicy::reps: return "reps";
-    }
-    return "unknown";
-}
 
 double mean(const std::vector<double>& v) {
     if (v.empty()) return 0;
@@ -40,8 +30,8 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
     j["scenario"] = r.name;
     j["topology"] = sim::to_string(cfg.topology.kind);
     j["workload"] = sim::to_string(cfg.workload.kind);
-    j["policy"] = policy_name(cfg.policy);
-    j["cc"] = cc_name(cfg.cc.algorithm);
+    j["policy"] = std::string(core::path_policy_name(cfg.policy));
+    j["cc"] = std::string(core::cc_name(cfg.cc.algorithm));
     j["routing"] = cfg.topology.kind == sim::TopologyKind::fat_tree && cfg.routing == sim::RoutingMode::usid
                        ? "ecmp"
                        : sim::to_string(cfg.routing);
@@ -142,8 +132,8 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
 std::string summary_text(const sim::ScenarioConfig& cfg, const sim::Result& r) {
     std::string s;
     s += fmt::format("scenario     {} ({} on {} hosts × {} planes, {} switches; policy {}, cc {}, routing {}, seed {})\n", r.name,
-                     sim::to_string(cfg.workload.kind), r.hosts, r.planes, r.switches, policy_name(cfg.policy),
-                     cc_name(cfg.cc.algorithm), sim::to_string(cfg.routing), cfg.seed);
+                     sim::to_string(cfg.workload.kind), r.hosts, r.planes, r.switches, core::path_policy_name(cfg.policy),
+                     core::cc_name(cfg.cc.algorithm), sim::to_string(cfg.routing), cfg.seed);
     s += fmt::format("completed    {}  ({} flows in {} steps)\n", r.completed ? "yes" : "NO", r.flows, r.steps);
     s += fmt::format("job          {:.1f} µs  (ideal {:.1f} µs, ×{:.2f})\n", r.job_us, r.ideal_job_us,
                      r.ideal_job_us > 0 ? r.job_us / r.ideal_job_us : 0.0);
@@ -233,7 +223,7 @@ void write_csv(const std::string& dir, const sim::ScenarioConfig& cfg, const sim
 }
 
 bool render_plots(const std::string& dir, const sim::ScenarioConfig& cfg, const sim::Result& r) {
-    const std::string title = fmt::format("{} ({})", r.name, policy_name(cfg.policy));
+    const std::string title = fmt::format("{} ({})", r.name, core::path_policy_name(cfg.policy));
     const std::string gp = dir + "/plots.gp";
     {
         std::ofstream o(gp);

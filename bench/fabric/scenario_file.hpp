@@ -14,16 +14,13 @@ namespace omrc::fabric {
 /// offending key on a syntax error, an unknown key or a bad value.
 sim::ScenarioConfig load_scenario(const std::string& path);
 
-/// Parses a path policy name (ecmp, spray, adaptive); throws on anything else.
+/// Parses a path policy's name (lib/core/path_policy.hpp); throws, naming the known ones, on anything else.
 core::PathPolicy parse_policy(const std::string& name);
 
 /// Parses a switch routing mode name (usid, ecmp, ddc); throws on anything else.
 sim::RoutingMode parse_routing(const std::string& name);
 
-/// Parses a congestion-control name (fixed, nscc, dcqcn, hpcc, credit); throws on anything else.
+/// Parses a congestion-control algorithm's name (lib/core/cc.hpp); throws, naming the known ones, on anything else.
 core::CcAlgorithm parse_cc(const std::string& name);
-
-/// The name parse_cc reads.
-const char* cc_name(core::CcAlgorithm a) noexcept;
 
 }  // namespace omrc::fabric

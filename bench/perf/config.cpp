@@ -11,19 +11,6 @@
 
 namespace omrc::perf {
 
-namespace {
-
-const char* policy_name(PathPolicy p) {
-    switch (p) {
-        case PathPolicy::ecmp: return "ecmp";
-        case PathPolicy::spray: return "spray";
-        case PathPolicy::adaptive: break;
-    }
-    return "adaptive";
-}
-
-}  // namespace
-
 std::string apply_config(const std::string& file, const std::string& device, const GivenOnCommandLine& given,
                          Options& o) {
     ConfigFile cfg;
@@ -40,7 +27,7 @@ std::string apply_config(const std::string& file, const std::string& device, con
     o.device_options = d->options;
     if (!given.driver) o.driver = d->driver;
     if (!given.planes) o.planes = d->options.planes;
-    if (!given.policy) o.policy = policy_name(d->qp.path_policy);
+    if (!given.policy) o.policy = to_string(d->qp.path_policy);
     if (!given.evs) o.evs = d->qp.evs;
     if (!given.mtu && d->qp.mtu_bytes != 0) o.mtu = d->qp.mtu_bytes;
     o.backup_evs = d->qp.backup_evs;

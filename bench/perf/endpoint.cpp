@@ -12,9 +12,6 @@
 
 namespace omrc::perf {
 
-PathPolicy policy_of(const std::string& s) {
-    return s == "ecmp" ? PathPolicy::ecmp : s == "spray" ? PathPolicy::spray : PathPolicy::adaptive;
-}
 
 Endpoint::~Endpoint() {
     mr.reset();
@@ -111,7 +108,8 @@ std::string Endpoint::connect(const Options& o, const DeviceAddress& peer) {
         a.rq_psn = remote[i].psn;
         a.peer = peer;
         a.mtu_bytes = o.mtu;
-        a.path_policy = policy_of(o.policy);
+        std::string why;
+        if (path_policy_by_name(o.policy, &a.path_policy, &why) != 0) return why;
         a.evs = o.evs;
         a.backup_evs = o.backup_evs;
         a.mpr = o.mpr;

@@ -57,37 +57,36 @@ bool address_from_json(const nlohmann::json& j, DeviceAddress& a) {
 }
 
 nlohmann::json cc_json(const CcConfig& c) {
-    const char* algorithm = c.algorithm == CcAlgorithm::fixed   ? "fixed"
-                            : c.algorithm == CcAlgorithm::dcqcn ? "dcqcn"
-                            : c.algorithm == CcAlgorithm::hpcc  ? "hpcc"
-                            : c.algorithm == CcAlgorithm::credit ? "credit"
-                                                                : "nscc";
-    // The DCQCN, HPCC and credit parameters travel at their defaults: omrc-perf has no option for them.
-    return {{"algorithm", algorithm},
-            {"fixed_window_bytes", c.fixed_window_bytes},
-            {"base_rtt_ns", c.base_rtt_ns},
-            {"link_rate_bps", c.link_rate_bps},
-            {"target_delay_ratio", c.target_delay_ratio},
-            {"max_window_bdp", c.max_window_bdp}};
+    // The algorithm by name and every parameter by its registered key
+    // (cc_algorithms()): whatever the configuration file set travels.
+    nlohmann::json j = {{"algorithm", to_string(c.algorithm)},
+                        {"base_rtt_ns", c.base_rtt_ns},
+                        {"link_rate_bps", c.link_rate_bps}};
+    for (const CcAlgorithmInfo& a : cc_algorithms())
+        for (const CcParameterInfo& p : a.parameters) {
+            double v = 0;
+            if (get_cc_parameter(c, p.key, &v) != 0) continue;
+            if (p.integer) j[p.key] = static_cast<std::uint64_t>(v);
+            else j[p.key] = v;
+        }
+    return j;
 }
 
-bool cc_from_json(const nlohmann::json& j, CcConfig& c) {
+std::string cc_from_json(const nlohmann::json& j, CcConfig& c) {
     try {
-        const std::string algorithm = j.at("algorithm").get<std::string>();
-        if (algorithm == "fixed") c.algorithm = CcAlgorithm::fixed;
-        else if (algorithm == "nscc") c.algorithm = CcAlgorithm::nscc;
-        else if (algorithm == "dcqcn") c.algorithm = CcAlgorithm::dcqcn;
-        else if (algorithm == "hpcc") c.algorithm = CcAlgorithm::hpcc;
-        else if (algorithm == "credit") c.algorithm = CcAlgorithm::credit;
-        else return false;
-        c.fixed_window_bytes = j.at("fixed_window_bytes").get<std::uint64_t>();
+        std::string why;
+        if (cc_algorithm_by_name(j.at("algorithm").get<std::string>(), &c.algorithm, &why) != 0) return why;
         c.base_rtt_ns = j.at("base_rtt_ns").get<std::uint64_t>();
         c.link_rate_bps = j.at("link_rate_bps").get<std::uint64_t>();
-        c.target_delay_ratio = j.at("target_delay_ratio").get<double>();
-        c.max_window_bdp = j.at("max_window_bdp").get<double>();
-        return true;
-    } catch (const nlohmann::json::exception&) {
-        return false;
+        // The algorithm's parameters the client sent (an older one sends
+        // fewer: the others keep this side's values).
+        for (const auto& [key, value] : j.items()) {
+            if (key == "algorithm" || key == "base_rtt_ns" || key == "link_rate_bps") continue;
+            if (set_cc_parameter(c, key, value.get<double>(), &why) != 0) return why;
+        }
+        return {};
+    } catch (const nlohmann::json::exception& e) {
+        return e.what();
     }
 }
 

@@ -8,6 +8,7 @@
 //   omrc-perf write_bw --config FILE --device NAME   the device from a configuration file
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <charconv>
@@ -129,8 +130,10 @@ int main(int argc, char** argv) {
     app.add_option("--eal", o.eal, "DPDK EAL arguments (dpdk driver: args[\"eal\"])");
     auto* planes_opt = app.add_option("--planes", o.planes, "planes (0: the driver's default)")->check(CLI::Range(0u, 15u));
     auto* evs_opt = app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));
-    auto* policy_opt =
-        app.add_option("--policy", o.policy, "ecmp, spray or adaptive")->check(CLI::IsMember({"ecmp", "spray", "adaptive"}));
+    std::vector<std::string> policies;  // the library's (path_policies())
+    for (const omrc::PathPolicyInfo& p : omrc::path_policies()) policies.push_back(p.name);
+    auto* policy_opt = app.add_option("--policy", o.policy, fmt::format("{}", fmt::join(policies, ", ")))
+                           ->check(CLI::IsMember(policies));
     auto* mtu_opt =
         app.add_option("--mtu", o.mtu, "payload bytes per packet (64..4096, multiple of 64)")->check(CLI::Range(64u, 4096u));
     app.add_option("--config", config_file,

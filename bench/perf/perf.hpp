@@ -36,7 +36,7 @@ struct Options {
     std::string pcap;                 ///< --pcap: capture the device's frames (a second in-process device: FILE-peer.pcap)
     std::uint32_t planes = 0;           ///< 0: the driver's default
     std::uint32_t evs = 128;
-    std::string policy = "adaptive";
+    std::string policy = to_string(PathPolicy::adaptive);
     std::uint32_t mtu = 4096;
     std::vector<std::string> dev_args;  ///< key=value for DeviceOptions::args
     /// --config FILE / --device NAME (config.cpp): where the device came from ("" without --config).

@@ -110,11 +110,7 @@ std::string write_json(const Options& o, const std::vector<Result>& results, std
         {"mtu", o.mtu},
         {"backup_evs", o.backup_evs},
         {"mpr", o.mpr},
-        {"cc", o.cc.algorithm == CcAlgorithm::fixed   ? "fixed"
-               : o.cc.algorithm == CcAlgorithm::dcqcn ? "dcqcn"
-               : o.cc.algorithm == CcAlgorithm::hpcc  ? "hpcc"
-               : o.cc.algorithm == CcAlgorithm::credit ? "credit"
-                                                      : "nscc"},
+        {"cc", to_string(o.cc.algorithm)},
         {"tx_depth", o.tx_depth},
         {"bw_unit", o.report_gbits ? "Gb/sec" : "MB/sec"},
         {"results", std::move(rows)},

@@ -39,8 +39,9 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
         // Absent from an older client's hello: this server's own.
         o.backup_evs = hello.value("backup_evs", o.backup_evs);
         o.mpr = hello.value("mpr", o.mpr);
-        if (hello.contains("cc") && !cc_from_json(hello["cc"], o.cc))
-            return fail(o, "server", "the client's congestion control ('cc') is malformed", &oob);
+        if (hello.contains("cc"))
+            if (const std::string why = cc_from_json(hello["cc"], o.cc); !why.empty())
+                return fail(o, "server", fmt::format("the client's congestion control ('cc'): {}", why), &oob);
         o.report_gbits = hello.at("report_gbits").get<bool>();
         o.check = hello.value("check", false);
         buffer = hello.at("buffer").get<std::uint64_t>();

@@ -56,7 +56,8 @@ struct QpInfo {
 nlohmann::json address_json(const DeviceAddress& a);
 bool address_from_json(const nlohmann::json& j, DeviceAddress& a);
 nlohmann::json cc_json(const CcConfig& c);
-bool cc_from_json(const nlohmann::json& j, CcConfig& c);
+/// The peer's congestion control into `c`: empty, or what is wrong with it.
+std::string cc_from_json(const nlohmann::json& j, CcConfig& c);
 nlohmann::json qp_json(const QpInfo& q);
 bool qp_from_json(const nlohmann::json& j, QpInfo& q);
 
@@ -72,8 +73,6 @@ int fail(const Options& o, const std::string& role, const std::string& what, Oob
 
 // ---------------------------------------------------------------------------
 // endpoint.cpp: the device, its QPs and the test buffer
-
-PathPolicy policy_of(const std::string& s);
 
 struct Endpoint {
     std::unique_ptr<Device> dev;

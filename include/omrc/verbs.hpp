@@ -168,6 +168,9 @@ enum class PathPolicy : std::uint8_t {
     adaptive,  ///< MRC: rotation that skips, retires and probes EVs by their state
 };
 
+/// The built-in congestion-control algorithms. The library's registry
+/// (cc_algorithms()) may hold more than these names: any value it lists is
+/// a valid CcAlgorithm, and cc_algorithm_by_name() finds them by name.
 enum class CcAlgorithm : std::uint8_t {
     fixed,  ///< constant window
     nscc,   ///< NSCC: delay + ECN, quick adapt on trims
@@ -220,6 +223,50 @@ struct CcConfig {
     HpccConfig hpcc{};                              ///< hpcc only (likewise)
     CreditConfig credit{};                          ///< credit only (likewise)
 };
+
+/// One configuration key of an algorithm's parameters (a CcConfig field):
+/// what `[device.qp.cc]` accepts (docs/CONFIG.md).
+struct CcParameterInfo {
+    std::string key;          ///< "dcqcn_g"
+    bool integer = false;     ///< a whole number in [min, max]; else a number in (0, max]
+    double min = 0;
+    double max = 0;
+    std::string description;
+};
+
+/// A congestion-control algorithm of the library's registry.
+struct CcAlgorithmInfo {
+    CcAlgorithm algorithm{};
+    std::string name;         ///< "nscc": what configuration files and tools call it
+    std::string description;
+    std::vector<CcParameterInfo> parameters;  ///< its own keys (CcConfig's fields of it)
+};
+
+/// Every algorithm the library has, in registration order.
+[[nodiscard]] std::vector<CcAlgorithmInfo> cc_algorithms();
+/// The algorithm called `name`: 0, or EINVAL with the known names in *error.
+int cc_algorithm_by_name(std::string_view name, CcAlgorithm* out, std::string* error = nullptr);
+/// The name of `a` ("nscc"), or "unknown".
+const char* to_string(CcAlgorithm a) noexcept;
+/// Sets the parameter `key` (a CcParameterInfo::key of any algorithm) of
+/// `cc` to `value`: 0, or EINVAL (an unknown key, or a value out of its
+/// range) with the reason in *error.
+int set_cc_parameter(CcConfig& cc, std::string_view key, double value, std::string* error = nullptr);
+/// The value of parameter `key` in `cc`: 0, or EINVAL for an unknown key.
+int get_cc_parameter(const CcConfig& cc, std::string_view key, double* out);
+
+/// A path policy a Device's QPs may take.
+struct PathPolicyInfo {
+    PathPolicy policy{};
+    std::string name;         ///< "adaptive"
+    std::string description;
+};
+/// Every policy of the public API, in the order of PathPolicy.
+[[nodiscard]] std::vector<PathPolicyInfo> path_policies();
+/// The policy called `name`: 0, or EINVAL with the known names in *error.
+int path_policy_by_name(std::string_view name, PathPolicy* out, std::string* error = nullptr);
+/// The name of `p` ("adaptive"), or "unknown".
+const char* to_string(PathPolicy p) noexcept;
 
 /// Queue capacities, fixed at creation (ibv_qp_cap).
 struct QpCap {

@@ -184,8 +184,11 @@ omrc_cc_config to_c(const CcConfig& c) noexcept {
 }
 
 int from_c(const omrc_cc_config& in, CcConfig& out) noexcept {
+    // Any algorithm of the library's registry (its OMRC_CC_ numbers are the registrations' ids).
     const int algorithm = raw(in.algorithm);
-    if (algorithm < OMRC_CC_FIXED || algorithm > OMRC_CC_CREDIT) return EINVAL;
+    // to_string() names every registered one, and no other.
+    if (algorithm < 0 || algorithm > 255 || std::string_view(to_string(static_cast<CcAlgorithm>(algorithm))) == "unknown")
+        return EINVAL;
     out.algorithm = static_cast<CcAlgorithm>(algorithm);
     out.fixed_window_bytes = in.fixed_window_bytes;
     out.base_rtt_ns = in.base_rtt_ns;

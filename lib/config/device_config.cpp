@@ -58,10 +58,6 @@ constexpr std::size_t kMaxNameChars = 63;
 
 constexpr std::array<std::string_view, 2> kFrameModes{"plain", "srv6"};
 constexpr std::array<std::string_view, 3> kWorkerThreads{"auto", "none", "own"};
-constexpr std::array<std::string_view, 3> kPolicies{"ecmp", "spray", "adaptive"};
-constexpr std::array<std::string_view, 5> kCcAlgorithms{"fixed", "nscc", "dcqcn", "hpcc", "credit"};
-constexpr std::array<CcAlgorithm, 5> kCcAlgorithmValues{CcAlgorithm::fixed, CcAlgorithm::nscc, CcAlgorithm::dcqcn,
-                                                      CcAlgorithm::hpcc, CcAlgorithm::credit};
 
 bool hex_digits(std::string_view s, std::uint32_t& out) {
     if (s.empty() || s.size() > 8) return false;
@@ -182,17 +178,18 @@ bool read_fabric(Errors& e, const std::string& path, const toml::node& n, Fabric
 bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& cc) {
     const toml::table* t = read_table(e, path, n);
     if (t == nullptr) return false;
-    const Key keys[] = {
+    // The algorithms and their keys are the library's registrations
+    // (cc_algorithms()): nothing here names one.
+    const std::vector<CcAlgorithmInfo> algorithms = cc_algorithms();
+    std::vector<std::string_view> names;
+    for (const CcAlgorithmInfo& a : algorithms) names.push_back(a.name);
+    std::vector<Key> keys = {
         {"algorithm",
          [&](const toml::node& v, const std::string& p) {
              std::size_t i = 0;
-             if (!read_choice(e, p, v, kCcAlgorithms, i)) return false;
-             cc.algorithm = kCcAlgorithmValues[i];
+             if (!read_choice(e, p, v, names, i)) return false;
+             cc.algorithm = algorithms[i].algorithm;
              return true;
-         }},
-        {"fixed_window_bytes",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 64, std::uint64_t{1} << 40, cc.fixed_window_bytes);
          }},
         {"base_rtt_ns",
          [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 1, kMaxTimerNs, cc.base_rtt_ns); }},
@@ -203,66 +200,39 @@ bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& 
              cc.link_rate_bps = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(g * 1e9)));
              return true;
          }},
-        {"target_delay_ratio",
-         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 100, cc.target_delay_ratio); }},
-        {"max_window_bdp",
-         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1000, cc.max_window_bdp); }},
-        {"dcqcn_g", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.g); }},
-        {"dcqcn_alpha_period_ns",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 1, kMaxTimerNs, cc.dcqcn.alpha_period_ns);
-         }},
-        {"dcqcn_cnp_interval_ns",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 0, kMaxTimerNs, cc.dcqcn.cnp_interval_ns);
-         }},
-        {"dcqcn_increase_period_ns",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 1, kMaxTimerNs, cc.dcqcn.increase_period_ns);
-         }},
-        {"dcqcn_byte_counter_bytes",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 4096, std::uint64_t{1} << 40, cc.dcqcn.byte_counter_bytes);
-         }},
-        {"dcqcn_fast_recovery_stages",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 0, 64, cc.dcqcn.fast_recovery_stages);
-         }},
-        {"dcqcn_ai_ratio", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.ai_ratio); }},
-        {"dcqcn_hai_ratio",
-         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.dcqcn.hai_ratio); }},
-        {"hpcc_eta", [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.eta); }},
-        {"hpcc_max_stage",
-         [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 0, 64, cc.hpcc.max_stage); }},
-        {"hpcc_wai_ratio",
-         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.hpcc.wai_ratio); }},
-        {"credit_unscheduled_bytes",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 0, std::uint64_t{1} << 40, cc.credit.unscheduled_bytes);
-         }},
-        {"credit_quantum_bytes",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 64, std::uint64_t{1} << 30, cc.credit.quantum_bytes);
-         }},
-        {"credit_ahead_bytes",
-         [&](const toml::node& v, const std::string& p) {
-             return read_uint(e, p, v, 0, std::uint64_t{1} << 40, cc.credit.ahead_bytes);
-         }},
-        {"credit_rate_ratio",
-         [&](const toml::node& v, const std::string& p) { return read_positive(e, p, v, 1, cc.credit.rate_ratio); }},
     };
+    for (const CcAlgorithmInfo& a : algorithms)
+        for (const CcParameterInfo& k : a.parameters)
+            keys.push_back({k.key, [&e, &k, &cc](const toml::node& v, const std::string& p) {
+                                double value = 0;
+                                if (k.integer) {
+                                    std::uint64_t u = 0;
+                                    if (!read_uint(e, p, v, static_cast<std::uint64_t>(k.min),
+                                                   static_cast<std::uint64_t>(k.max), u))
+                                        return false;
+                                    value = static_cast<double>(u);
+                                } else if (!read_positive(e, p, v, k.max, value)) {
+                                    return false;
+                                }
+                                std::string why;
+                                if (set_cc_parameter(cc, k.key, value, &why) != 0) return e.fail(p, &v, why);
+                                return true;
+                            }});
     return config::read_keys(e, path, *t, keys);
 }
 
 bool read_qp(Errors& e, const std::string& path, const toml::node& n, QpDefaults& q) {
     const toml::table* t = read_table(e, path, n);
     if (t == nullptr) return false;
+    const std::vector<PathPolicyInfo> policies = path_policies();  // the library's registry
+    std::vector<std::string_view> policy_names;
+    for (const PathPolicyInfo& p : policies) policy_names.push_back(p.name);
     const Key keys[] = {
         {"path_policy",
          [&](const toml::node& v, const std::string& p) {
              std::size_t i = 0;
-             if (!read_choice(e, p, v, kPolicies, i)) return false;
-             q.path_policy = i == 0 ? PathPolicy::ecmp : i == 1 ? PathPolicy::spray : PathPolicy::adaptive;
+             if (!read_choice(e, p, v, policy_names, i)) return false;
+             q.path_policy = policies[i].policy;
              return true;
          }},
         {"evs", [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 1, 4096, q.evs); }},

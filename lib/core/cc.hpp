@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Congestion control behind a small interface: per QP, window based,
-// clocked by SACKs. New algorithms implement CongestionControl.
+// Congestion control behind a small interface (per QP, window based,
+// clocked by SACKs) and the registry of the algorithms: each one's name,
+// factory, configuration keys and wire code, registered once (cc.cpp) and
+// read by everything that names an algorithm (configuration files,
+// omrc-perf, omrc-fabric, stats). An algorithm is one file, cc_<name>.cpp
+// (with cc_<name>.hpp where tests or the engine need its type), that
+// defines its class and its CcAlgorithmInfo; docs/ARCHITECTURE.md, "Adding
+// a congestion-control algorithm".
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <vector>
+#include <span>
+#include <string_view>
+#include <type_traits>
 
 #include "core/config.hpp"
 #include "core/types.hpp"
 #include "wire/int_telemetry.hpp"
+#include "wire/mrc_choices.hpp"
 
 namespace omrc::core {
 
@@ -30,6 +36,18 @@ struct AckSample {
     const wire::IntStack* telemetry = nullptr;
 };
 
+/// Where an algorithm writes its state for the stats document (runtime
+/// stats_json: the QP's object under the algorithm's name).
+class CcStateWriter {
+public:
+    virtual void flag(std::string_view name, bool v) = 0;
+    virtual void count(std::string_view name, std::uint64_t v) = 0;
+    virtual void value(std::string_view name, double v) = 0;
+
+protected:
+    ~CcStateWriter() = default;
+};
+
 class CongestionControl {
 public:
     virtual ~CongestionControl() = default;
@@ -45,341 +63,93 @@ public:
     /// restore_cwnd: a retransmission it already had): undo it.
     virtual void on_restore(TimeNs now) { (void)now; }
     [[nodiscard]] virtual std::uint64_t window_bytes() const = 0;
-    [[nodiscard]] virtual const char* name() const = 0;
+    /// Its state beyond the window, for the stats document (none by default).
+    virtual void report(CcStateWriter& out) const { (void)out; }
 };
 
-/// Constant window.
-class FixedWindow final : public CongestionControl {
-public:
-    explicit FixedWindow(std::uint64_t window_bytes) : window_(window_bytes) {}
-    void on_ack(const AckSample&) override {}
-    void on_trim(TimeNs) override {}
-    void on_loss(TimeNs) override {}
-    [[nodiscard]] std::uint64_t window_bytes() const override { return window_; }
-    [[nodiscard]] const char* name() const override { return "fixed"; }
-
-private:
-    std::uint64_t window_;
+/// What an algorithm is built for: its QP's link.
+struct CcLink {
+    std::uint32_t planes = 1;        ///< the NIC's planes (the line rate is planes · CcConfig::link_rate_bps)
+    std::uint32_t mtu_bytes = 4096;  ///< payload per packet: the smallest window
+    /// How long the receiver may hold a packet before it acknowledges it
+    /// (its SACK delay bound): what the sender sends at the full rate in
+    /// that time must fit in its window.
+    std::uint64_t ack_hold_ns = 0;
 };
 
-/// NSCC: delay = rtt − base_rtt against a target; ECN echo; four cases
-/// (proportional increase, fair increase, hold, multiplicative decrease at
-/// most once per base RTT); quick adapt to the bytes delivered in the last
-/// RTT on trims/losses (at most once per RTT).
-class Nscc final : public CongestionControl {
-public:
-    /// ack_hold_ns: how long the receiver may hold a packet before it
-    /// acknowledges it (its SACK delay bound); what the sender sends at the
-    /// full rate in that time is added to the maximum window, so that a
-    /// sender at that window still fills the link while the receiver coalesces.
-    Nscc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
-    void on_ack(const AckSample& s) override;
-    void on_trim(TimeNs now) override { quick_adapt(now); }
-    void on_loss(TimeNs now) override { quick_adapt(now); }
-    void on_penalty(std::uint8_t penalty, TimeNs now) override;
-    void on_restore(TimeNs now) override;
-    [[nodiscard]] std::uint64_t window_bytes() const override { return static_cast<std::uint64_t>(cwnd_); }
-    [[nodiscard]] const char* name() const override { return "nscc"; }
-
-private:
-    void quick_adapt(TimeNs now);
-    double cwnd_;               ///< bytes
-    double min_cwnd_;           ///< one MTU
-    double max_cwnd_;           ///< max_window_bdp · BDP + rate · ack_hold_ns
-    std::uint64_t base_rtt_ns_;
-    std::uint64_t target_ns_;
-    TimeNs last_decrease_ns_ = 0;
-    TimeNs last_adapt_ns_ = 0;
-    TimeNs last_penalty_ns_ = 0;
-    double before_adapt_ = 0;   ///< window before the last quick adapt (0 = none to restore)
-    TimeNs rtt_epoch_start_ns_ = 0;
-    std::uint64_t acked_this_epoch_ = 0;   ///< bytes acknowledged since rtt_epoch_start
-    std::uint64_t acked_last_epoch_ = 0;   ///< bytes acknowledged in the previous base RTT
-};
-
-/// DCQCN's reaction point (Zhu et al., SIGCOMM 2015), rate based, driven
-/// only by the `now` of its callbacks: its timers (alpha decay, rate
-/// increase) are evaluated lazily at the next event, never by a thread.
-/// A SACK with an ECN echo stands for a CNP, and so do trims and losses
-/// (congestion the network signalled some other way); at most one rate cut
-/// per cnp_interval. The engine is window based, so the rate is turned into
-/// a window: RC · (base_rtt + ack_hold), at least one MTU — what a
-/// SACK-clocked sender keeps in flight to send at RC.
-class Dcqcn final : public CongestionControl {
-public:
-    Dcqcn(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
-    void on_ack(const AckSample& s) override;
-    void on_trim(TimeNs now) override { notify(now); }
-    void on_loss(TimeNs now) override { notify(now); }
-    [[nodiscard]] std::uint64_t window_bytes() const override { return window_bytes_; }
-    [[nodiscard]] const char* name() const override { return "dcqcn"; }
-
-    // Read-only state for tests and dumps.
-    [[nodiscard]] double rate_bps() const noexcept { return rc_bps_; }
-    [[nodiscard]] double target_rate_bps() const noexcept { return rt_bps_; }
-    [[nodiscard]] double alpha() const noexcept { return alpha_; }
-    [[nodiscard]] double line_rate_bps() const noexcept { return line_bps_; }
-    [[nodiscard]] std::uint32_t timer_stage() const noexcept { return timer_stage_; }
-    [[nodiscard]] std::uint32_t byte_stage() const noexcept { return byte_stage_; }
-
-private:
-    /// Runs the alpha and increase timers up to `now`.
-    void advance(TimeNs now);
-    /// A congestion notification (CNP): cut, unless one was taken within cnp_interval.
-    void notify(TimeNs now);
-    /// One increase event (timer or byte counter).
-    void increase();
-    void update_window();
-
-    DcqcnConfig p_;
-    double line_bps_;             ///< planes · link_rate_bps: the largest rate
-    double min_bps_;              ///< the rate whose window is one MTU: the smallest rate
-    double window_ns_;            ///< base_rtt + ack_hold: window = rate · window_ns
-    double mtu_bytes_;
-    double rc_bps_;               ///< current rate RC, in [min_bps, line_bps]
-    double rt_bps_;               ///< target rate RT, in [min_bps, line_bps]
-    double alpha_ = 1.0;          ///< congestion estimate, (0, 1]
-    std::uint32_t timer_stage_ = 0;  ///< increase-timer events since the last cut (T)
-    std::uint32_t byte_stage_ = 0;   ///< byte-counter events since the last cut (BC)
-    std::uint64_t bytes_since_event_ = 0;  ///< acknowledged bytes toward the next byte-counter event
-    bool started_ = false;        ///< the timers run from the first event (no clock before it)
-    bool cut_ever_ = false;       ///< a cut happened: last_cut_ns is valid
-    TimeNs last_cut_ns_ = 0;
-    TimeNs next_alpha_ns_ = 0;    ///< when alpha next decays (valid once started)
-    TimeNs next_increase_ns_ = 0; ///< when the increase timer next fires (valid once started)
-    std::uint64_t window_bytes_;  ///< rc · window_ns / 8, ≥ one MTU; recomputed on every change
-};
-
-/// HPCC (Li et al., SIGCOMM 2019): per SACK, the utilisation of every hop
-/// from its INT record and the previous record of the same egress (queue
-/// over BDP plus transmit rate over line rate), the largest one smoothed
-/// over a base RTT; the window is the reference window scaled by η / U
-/// when U ≥ η (or after max_stage additive rounds), else the reference plus
-/// W_AI; the reference window is updated at most once per base RTT.
-/// Without telemetry it holds its window; trims and losses leave it alone
-/// (the next INT records show the queue that caused them).
-class Hpcc final : public CongestionControl {
-public:
-    Hpcc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
-    void on_ack(const AckSample& s) override;
-    void on_trim(TimeNs) override {}
-    void on_loss(TimeNs) override {}
-    [[nodiscard]] std::uint64_t window_bytes() const override { return static_cast<std::uint64_t>(w_); }
-    [[nodiscard]] const char* name() const override { return "hpcc"; }
-
-    [[nodiscard]] double utilisation() const noexcept { return u_; }
-    [[nodiscard]] double reference_window_bytes() const noexcept { return wc_; }
-    [[nodiscard]] std::uint32_t stage() const noexcept { return inc_stage_; }
-
-private:
-    /// The previous record of one egress, in a table direct mapped by a
-    /// hash of its port id. A sprayed QP crosses many egresses (incast_32:
-    /// 8 planes × (16 uplinks + 16 T1 downlinks) + 8 last hops); a colliding
-    /// egress evicts the record, and the next sample of either is lost.
-    /// 1024 slots keep collisions rare at that size (40 KB per QP).
-    struct Prev {
-        bool valid = false;
-        wire::IntHop hop{};
+/// One configuration key of an algorithm: a field of CcConfig under the
+/// name configuration files give it ([device.qp.cc], a scenario's [cc]).
+struct CcParam {
+    enum class Kind : std::uint8_t {
+        integer,   ///< a whole number in [min, max]
+        positive,  ///< a number in (0, max]
     };
-    static constexpr std::size_t kPrevSlots = 1024;
-    [[nodiscard]] static std::size_t slot_of(std::uint32_t port_id) noexcept {
-        return (port_id * 2654435761u) >> 22;  // Fibonacci hashing to 10 bits
-    }
+    std::string_view key;
+    Kind kind = Kind::integer;
+    double min = 0;  ///< integer: the smallest value (exact: every bound is below 2^53)
+    double max = 0;
+    std::string_view help;
+    double (*get)(const CcConfig&) noexcept = nullptr;
+    void (*set)(CcConfig&, double) noexcept = nullptr;
 
-    HpccConfig p_;
-    std::uint64_t base_rtt_ns_;   ///< T
-    double base_rtt_s_;           ///< T, seconds
-    double w_init_;               ///< line rate · (base_rtt + ack_hold), bytes: initial and largest window
-    double w_min_;                ///< one MTU
-    double wai_;                  ///< W_AI, bytes
-    double w_;                    ///< current window, bytes, in [w_min, w_init]
-    double wc_;                   ///< reference window, bytes, in [w_min, w_init]
-    double u_ = 0;                ///< smoothed normalised in-flight bytes of the busiest hop
-    std::uint32_t inc_stage_ = 0;
-    bool updated_ever_ = false;
-    TimeNs last_update_ns_ = 0;   ///< last reference-window update
-    std::unique_ptr<std::array<Prev, kPrevSlots>> prev_;  ///< on the heap: the CC object stays small
+    /// Whether `v` is a value of this key (a whole number in range, or positive up to max).
+    [[nodiscard]] bool accepts(double v) const noexcept;
 };
 
-/// Receiver credit, the sender's half (GSE DQSQ / UEC RCCC-EQDS style pull;
-/// docs/DESIGNS.md). Cumulative byte counters, so that lost or reordered
-/// SACKs and data packets lose nothing: D (demand: every byte queued for
-/// sending, new or retransmitted), U (unscheduled allowance: at most
-/// unscheduled_bytes of new data per start from idle), G (the largest grant
-/// received), S_u and S_g (bytes sent against U and against G). A packet of
-/// `len` bytes may go when (U − S_u) + (G − S_g) ≥ len, unscheduled bytes
-/// first; every data packet carries the request R = D − U (monotone). One
-/// exception keeps the QP live: with nothing in flight and a request the
-/// receiver has not heard (R above the one last sent), one packet may go on
-/// credit not yet granted (S_g > G by < one packet; the receiver grants it,
-/// it is part of R). The window is only a safety bound (four BDPs plus the
-/// ACK hold): credit is what paces the sender. A SACK without a grant (a
-/// driver that does not carry the credit fields, or a peer not in credit
-/// mode) turns the credit gate off for good: the window alone remains.
-class Credit final : public CongestionControl {
-public:
-    Credit(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes, std::uint64_t ack_hold_ns = 0);
-    void on_ack(const AckSample&) override {}
-    void on_trim(TimeNs) override {}  // the trimmed bytes come back through on_demand (a retransmission)
-    void on_loss(TimeNs) override {}
-    [[nodiscard]] std::uint64_t window_bytes() const override { return window_; }
-    [[nodiscard]] const char* name() const override { return "credit"; }
+/// A CcParam for the field CcConfig.*M1 (.*M2 ...), so that a
+/// registration names each field once: cc_param<&CcConfig::dcqcn, &DcqcnConfig::g>(...).
+template <auto... Members>
+[[nodiscard]] constexpr CcParam cc_param(std::string_view key, CcParam::Kind kind, double min, double max,
+                                         std::string_view help) noexcept {
+    return {key,
+            kind,
+            min,
+            max,
+            help,
+            [](const CcConfig& c) noexcept { return static_cast<double>((c .* ... .* Members)); },
+            [](CcConfig& c, double v) noexcept {
+                auto& field = (c .* ... .* Members);
+                field = static_cast<std::remove_cvref_t<decltype(field)>>(v);
+            }};
+}
 
-    /// `bytes` more to send: a posted message (`new_data`) or a packet queued
-    /// for retransmission. `idle`: the QP had nothing in flight and nothing
-    /// queued before this (a new message then opens an unscheduled burst).
-    void on_demand(std::uint64_t bytes, bool new_data, bool idle) noexcept;
-    /// May a `len`-byte packet go now? `nothing_in_flight`: no SACK is coming.
-    [[nodiscard]] bool may_send(std::uint32_t len, bool nothing_in_flight) const noexcept;
-    /// A `len`-byte packet went (may_send said yes); returns the bytes of it
-    /// sent without credit.
-    std::uint32_t on_sent(std::uint32_t len, bool nothing_in_flight) noexcept;
-    /// A SACK's cumulative grant.
-    void on_grant(std::uint64_t cumulative) noexcept;
-    /// A SACK came without a grant: the peer (or the driver) does not speak
-    /// credit, and no grant will ever come. Credit is off for good: the
-    /// sender is bounded by its window alone, as a fixed window.
-    void on_no_grant() noexcept { off_ = true; }
-    [[nodiscard]] bool off() const noexcept { return off_; }
-
-    [[nodiscard]] std::uint64_t request_bytes() const noexcept { return demand_ - unsched_; }  ///< R
-    [[nodiscard]] std::uint64_t demand_bytes() const noexcept { return demand_; }              ///< D
-    [[nodiscard]] std::uint64_t unscheduled_allowance() const noexcept { return unsched_; }    ///< U
-    [[nodiscard]] std::uint64_t granted_bytes() const noexcept { return granted_; }            ///< G
-    [[nodiscard]] std::uint64_t sent_bytes() const noexcept { return sent_u_ + sent_g_; }      ///< S_u + S_g
-    [[nodiscard]] std::uint64_t sent_unscheduled_bytes() const noexcept { return sent_u_; }    ///< S_u
-    [[nodiscard]] std::uint64_t sent_scheduled_bytes() const noexcept { return sent_g_; }      ///< S_g
-
-private:
-    std::uint64_t unscheduled_max_;    ///< bytes of new data an idle start may send unscheduled
-    std::uint64_t window_;             ///< 4 · BDP + line rate · ack hold, bytes
-    std::uint64_t demand_ = 0;         ///< D
-    std::uint64_t unsched_ = 0;        ///< U ≤ D
-    std::uint64_t granted_ = 0;        ///< G ≤ the receiver's view of R ≤ D − U
-    std::uint64_t sent_u_ = 0;         ///< S_u ≤ U
-    std::uint64_t sent_g_ = 0;         ///< S_g ≤ G, or G + one packet after a liveness send
-    std::uint64_t burst_left_ = 0;     ///< unscheduled bytes the current idle start may still add to U
-    std::uint64_t request_sent_ = 0;   ///< the largest R a data packet carried
-    bool off_ = false;                 ///< a SACK came without a grant: no credit gate any more
+/// An algorithm's registration: defined beside its implementation
+/// (cc_<name>.cpp) and listed once in cc.cpp.
+struct CcAlgorithmInfo {
+    CcAlgorithm id{};
+    std::string_view name;         ///< what configuration files, omrc-perf, omrc-fabric and stats call it
+    std::string_view description;  ///< one phrase, for help texts and documentation
+    std::span<const CcParam> params;  ///< its configuration keys (each used by this algorithm only)
+    std::unique_ptr<CongestionControl> (*make)(const CcConfig& cfg, const CcLink& link) = nullptr;
+    /// SETH cc_type its receiver's SACKs carry (lib/wire/mrc_choices.hpp).
+    std::uint8_t seth_cc_type = wire::mrc::kSethCcTypeNscc;
+    /// It reads INT telemetry (AckSample::telemetry): the simulator's
+    /// switches stamp it on data packets while a QP runs the algorithm.
+    bool needs_telemetry = false;
+    /// Its receiver grants credit: the engine's CreditScheduler paces
+    /// grants to QPs running it, and their data packets carry requests
+    /// (docs/PROTOCOL.md §11.8). Its sender object is then a Credit.
+    bool receiver_credit = false;
 };
 
-/// Receiver credit, the receiver's half: one per engine, over every QP that
-/// sends to it in credit mode. A pacing budget accrues at rate (planes ·
-/// link rate · rate_ratio) with the `now` it is given (it reads no clock),
-/// capped at `ahead` bytes; arriving unscheduled bytes are charged to it
-/// (the link carried them unasked), grants are paid from it. Grants also
-/// stop while those not yet used would exceed `ahead`: per QP, its grant
-/// less the credit its newest arrived packet says was used by then (a
-/// cumulative count, so a lost packet leaves nothing behind), forgotten for
-/// a QP that neither sent nor was granted for `expire` (a sender that went
-/// away or was granted more than it needed holds no share). The pace alone
-/// would let grants pile up while senders are slow to use them, and arrive
-/// together later. QPs with
-/// demand (largest request seen above their grant) are served round robin,
-/// a quantum each (less when their demand is smaller): equal shares of the
-/// line rate among the QPs that want it. A QP whose demand reaches zero
-/// leaves the rotation: no grant goes to a QP that asked for nothing.
-class CreditScheduler {
-public:
-    /// rate: bytes per ns; ahead, quantum: bytes; expire: ns.
-    void configure(double rate_bytes_per_ns, std::uint64_t ahead_bytes, std::uint64_t quantum_bytes,
-                   TimeNs expire_ns) noexcept;
-    [[nodiscard]] bool configured() const noexcept { return rate_ > 0; }
-    /// A data packet of QP `id` carried the cumulative request `request` and
-    /// the credit `used` by the time it left (both cumulative bytes).
-    void on_request(std::uint32_t id, std::uint64_t request, std::uint64_t used, TimeNs now);
-    /// `bytes` arrived without credit (an unscheduled burst).
-    void charge(std::uint64_t bytes) noexcept { budget_ -= static_cast<double>(bytes); }
-    /// Accrues the budget to `now` and grants round robin while it lasts;
-    /// calls grant(id) for every QP whose grant grew. Returns the grants made.
-    template <class F>
-    std::size_t run(TimeNs now, F&& grant) {
-        accrue(now);
-        forgive_expired(now);
-        std::uint64_t unused = unused_credit(now);
-        std::size_t n = 0;
-        cap_blocked_ = false;
-        while (!active_.empty()) {
-            Entry& e = entries_[active_.front()];
-            const std::uint64_t pending = e.request - e.granted;
-            const std::uint64_t g = std::min(pending, quantum_);
-            if (budget_ < static_cast<double>(g)) break;
-            if (unused + g > static_cast<std::uint64_t>(ahead_) && unused != 0) {
-                cap_blocked_ = true;
-                break;
-            }
-            budget_ -= static_cast<double>(g);
-            unused += g;
-            if (e.granted <= e.used) e.used = e.granted;  // none of it unused: counting starts here
-            e.granted += g;
-            e.touched_ns = now;
-            ++n;
-            const std::uint32_t id = active_.front();
-            active_.pop_front();
-            if (e.request > e.granted) active_.push_back(id);
-            else e.active = false;
-            grant(id);
-        }
-        return n;
-    }
-    /// Forgives the unused credit of every QP idle for `expire` (as run()
-    /// does) and calls lost(id) for each: its grant may never have reached
-    /// its sender (a lost SACK), so the caller sends it again.
-    template <class F>
-    void expire(TimeNs now, F&& lost) {
-        for (std::uint32_t id = 0; id < entries_.size(); ++id) {
-            Entry& e = entries_[id];
-            if (e.granted > e.used && now > e.touched_ns + expire_ns_) {
-                e.used = e.granted;
-                lost(id);
-            }
-        }
-    }
-    /// When run() can next grant, or expire() has a QP to forgive: kNever
-    /// with neither demand nor unused credit.
-    [[nodiscard]] TimeNs next_grant_ns(TimeNs now) const noexcept;
-    [[nodiscard]] std::uint64_t granted(std::uint32_t id) const noexcept {
-        return id < entries_.size() ? entries_[id].granted : 0;
-    }
-    [[nodiscard]] std::uint64_t request(std::uint32_t id) const noexcept {
-        return id < entries_.size() ? entries_[id].request : 0;
-    }
-    /// The largest credit-used count QP `id`'s packets carried (or what a forgiveness set).
-    [[nodiscard]] std::uint64_t used(std::uint32_t id) const noexcept {
-        return id < entries_.size() ? entries_[id].used : 0;
-    }
-    [[nodiscard]] std::size_t demanding() const noexcept { return active_.size(); }
-    [[nodiscard]] double budget_bytes() const noexcept { return budget_; }
-    /// Granted and not yet used, over the QPs that sent or were granted
-    /// within `expire` of `now`.
-    [[nodiscard]] std::uint64_t unused_credit(TimeNs now) const noexcept;
-    /// Drops QP `id`'s state (destroyed, reset, reused).
-    void forget(std::uint32_t id) noexcept;
+/// The factory of an algorithm whose class is built as T(cfg, planes, mtu_bytes, ack_hold_ns).
+template <class T>
+std::unique_ptr<CongestionControl> make_cc_as(const CcConfig& cfg, const CcLink& link) {
+    return std::make_unique<T>(cfg, link.planes, link.mtu_bytes, link.ack_hold_ns);
+}
 
-private:
-    void accrue(TimeNs now) noexcept;
-    /// A QP idle for `expire` holds no unused credit, for good: what it was
-    /// granted counts as used (a packet arriving later cannot revive it).
-    void forgive_expired(TimeNs now) noexcept;
-    struct Entry {
-        std::uint64_t request = 0;   ///< largest cumulative request seen
-        std::uint64_t granted = 0;   ///< cumulative grant, ≤ request
-        std::uint64_t used = 0;      ///< largest credit-used count an arrived packet carried
-        TimeNs touched_ns = 0;       ///< last arrival or grant
-        bool active = false;         ///< in active_ (request > granted)
-    };
-    std::vector<Entry> entries_;          ///< by id
-    std::deque<std::uint32_t> active_;    ///< round-robin order of the QPs with demand
-    double rate_ = 0;                     ///< bytes per ns
-    double ahead_ = 0;                    ///< budget cap, bytes
-    std::uint64_t quantum_ = 1;           ///< bytes per turn
-    TimeNs expire_ns_ = 1;                ///< a QP idle this long holds no unused credit
-    bool cap_blocked_ = false;            ///< the last run() stopped at the unused-credit cap
-    double budget_ = 0;                   ///< bytes; negative after unscheduled arrivals
-    bool started_ = false;                ///< accrual runs from the first run()
-    TimeNs last_ns_ = 0;
-};
+/// Every registered algorithm, in the order of cc.cpp's list.
+[[nodiscard]] std::span<const CcAlgorithmInfo* const> cc_algorithms() noexcept;
+/// The algorithm registered as `id` / called `name`, or null.
+[[nodiscard]] const CcAlgorithmInfo* find_cc(CcAlgorithm id) noexcept;
+[[nodiscard]] const CcAlgorithmInfo* find_cc(std::string_view name) noexcept;
+/// The configuration key `key` of any algorithm, or null.
+[[nodiscard]] const CcParam* find_cc_param(std::string_view key) noexcept;
+/// The name of `id`, or "unknown".
+[[nodiscard]] std::string_view cc_name(CcAlgorithm id) noexcept;
 
+/// The congestion control `cfg.algorithm` names for a QP with `planes`
+/// planes and packets of `mtu_bytes`; null when no algorithm has that id.
 std::unique_ptr<CongestionControl> make_cc(const CcConfig& cfg, std::uint32_t planes, std::uint32_t mtu_bytes,
                                            std::uint64_t ack_hold_ns = 0);
 

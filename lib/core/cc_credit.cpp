@@ -16,7 +16,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/cc.hpp"
+#include "core/cc_credit.hpp"
+#include "wire/mrc_choices.hpp"
 
 namespace omrc::core {
 
@@ -140,5 +141,45 @@ void CreditScheduler::forget(std::uint32_t id) noexcept {
     if (entries_[id].active) active_.erase(std::find(active_.begin(), active_.end(), id));
     entries_[id] = {};
 }
+
+void Credit::report(CcStateWriter& out) const {
+    // Cumulative bytes (docs/PROTOCOL.md §11.6, §11.8); off = the peer's SACKs carried no grant.
+    out.flag("off", off_);
+    out.count("demand_bytes", demand_bytes());
+    out.count("request_bytes", request_bytes());
+    out.count("granted_bytes", granted_bytes());
+    out.count("sent_scheduled_bytes", sent_scheduled_bytes());
+    out.count("sent_unscheduled_bytes", sent_unscheduled_bytes());
+}
+
+namespace {
+
+constexpr double kMaxBytes = static_cast<double>(std::uint64_t{1} << 40);
+
+constexpr CcParam kParams[] = {
+    cc_param<&CcConfig::credit, &CreditConfig::unscheduled_bytes>(
+        "credit_unscheduled_bytes", CcParam::Kind::integer, 0, kMaxBytes,
+        "sender: bytes sent before any grant when starting from idle; 0 = one BDP"),
+    cc_param<&CcConfig::credit, &CreditConfig::quantum_bytes>(
+        "credit_quantum_bytes", CcParam::Kind::integer, 64, static_cast<double>(std::uint64_t{1} << 30),
+        "receiver: credit per QP per round-robin turn"),
+    cc_param<&CcConfig::credit, &CreditConfig::ahead_bytes>(
+        "credit_ahead_bytes", CcParam::Kind::integer, 0, kMaxBytes,
+        "receiver: grants not yet used, at most; 0 = one BDP plus the ACK hold"),
+    cc_param<&CcConfig::credit, &CreditConfig::rate_ratio>("credit_rate_ratio", CcParam::Kind::positive, 0, 1,
+                                                           "receiver: grants pace at this fraction of the line rate"),
+};
+
+}  // namespace
+
+extern const CcAlgorithmInfo kCcCredit{
+    .id = CcAlgorithm::credit,
+    .name = "credit",
+    .description = "receiver credit: an unscheduled first burst, then only what the receiver grants",
+    .params = kParams,
+    .make = &make_cc_as<Credit>,
+    .seth_cc_type = wire::mrc::kSethCcTypeCredit,
+    .receiver_credit = true,
+};
 
 }  // namespace omrc::core

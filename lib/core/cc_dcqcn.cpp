@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/cc.hpp"
+#include "core/cc_dcqcn.hpp"
 
 namespace omrc::core {
 
@@ -136,5 +136,48 @@ void Dcqcn::on_ack(const AckSample& s) {
         increase();
     }
 }
+
+namespace {
+
+constexpr double kMaxTimerNs = 3.6e12;  ///< one hour: a bound that catches unit slips
+constexpr double kMaxBytes = static_cast<double>(std::uint64_t{1} << 40);
+
+constexpr CcParam kParams[] = {
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::g>("dcqcn_g", CcParam::Kind::positive, 0, 1, "alpha's gain"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::alpha_period_ns>(
+        "dcqcn_alpha_period_ns", CcParam::Kind::integer, 1, kMaxTimerNs,
+        "alpha decays by (1 - g) per period without a notification, ns"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::cnp_interval_ns>("dcqcn_cnp_interval_ns", CcParam::Kind::integer, 0,
+                                                              kMaxTimerNs, "at most one rate cut per interval, ns"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::increase_period_ns>("dcqcn_increase_period_ns", CcParam::Kind::integer, 1,
+                                                                 kMaxTimerNs, "the rate-increase timer, ns"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::byte_counter_bytes>(
+        "dcqcn_byte_counter_bytes", CcParam::Kind::integer, 4096, kMaxBytes,
+        "acknowledged bytes per byte-counter increase"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::fast_recovery_stages>(
+        "dcqcn_fast_recovery_stages", CcParam::Kind::integer, 0, 64, "F: increase events of fast recovery"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::ai_ratio>("dcqcn_ai_ratio", CcParam::Kind::positive, 0, 1,
+                                                       "additive increase step / line rate"),
+    cc_param<&CcConfig::dcqcn, &DcqcnConfig::hai_ratio>("dcqcn_hai_ratio", CcParam::Kind::positive, 0, 1,
+                                                        "hyper increase step / line rate"),
+};
+
+}  // namespace
+
+void Dcqcn::report(CcStateWriter& out) const {
+    out.value("rate_bps", rc_bps_);
+    out.value("target_rate_bps", rt_bps_);
+    out.value("alpha", alpha_);
+    out.count("timer_stage", timer_stage_);
+    out.count("byte_stage", byte_stage_);
+}
+
+extern const CcAlgorithmInfo kCcDcqcn{
+    .id = CcAlgorithm::dcqcn,
+    .name = "dcqcn",
+    .description = "DCQCN's reaction point: rate cut on ECN echoes, trims and losses; window = rate x RTT",
+    .params = kParams,
+    .make = &make_cc_as<Dcqcn>,
+};
 
 }  // namespace omrc::core

@@ -11,7 +11,7 @@
 //    the queue that caused them shows in the next records).
 #include <algorithm>
 
-#include "core/cc.hpp"
+#include "core/cc_hpcc.hpp"
 
 namespace omrc::core {
 
@@ -78,5 +78,32 @@ void Hpcc::on_ack(const AckSample& s) {
     }
     w_ = w;
 }
+
+void Hpcc::report(CcStateWriter& out) const {
+    out.value("utilisation", u_);
+    out.value("reference_window_bytes", wc_);
+    out.count("stage", inc_stage_);
+}
+
+namespace {
+
+constexpr CcParam kParams[] = {
+    cc_param<&CcConfig::hpcc, &HpccConfig::eta>("hpcc_eta", CcParam::Kind::positive, 0, 1, "target utilisation"),
+    cc_param<&CcConfig::hpcc, &HpccConfig::max_stage>("hpcc_max_stage", CcParam::Kind::integer, 0, 64,
+                                                      "additive rounds before a multiplicative adjustment"),
+    cc_param<&CcConfig::hpcc, &HpccConfig::wai_ratio>("hpcc_wai_ratio", CcParam::Kind::positive, 0, 1,
+                                                      "W_AI / initial window"),
+};
+
+}  // namespace
+
+extern const CcAlgorithmInfo kCcHpcc{
+    .id = CcAlgorithm::hpcc,
+    .name = "hpcc",
+    .description = "HPCC: window from INT telemetry (the simulator stamps it; holds its window without)",
+    .params = kParams,
+    .make = &make_cc_as<Hpcc>,
+    .needs_telemetry = true,
+};
 
 }  // namespace omrc::core

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <algorithm>
 
-#include "core/cc.hpp"
+#include "core/cc_nscc.hpp"
 
 namespace omrc::core {
 
@@ -76,5 +76,24 @@ void Nscc::on_restore(TimeNs) {
     cwnd_ = std::clamp(std::max(cwnd_, before_adapt_), min_cwnd_, max_cwnd_);
     before_adapt_ = 0;
 }
+
+namespace {
+
+constexpr CcParam kParams[] = {
+    cc_param<&CcConfig::target_delay_ratio>("target_delay_ratio", CcParam::Kind::positive, 0, 100,
+                                            "target queueing delay as a fraction of base_rtt_ns"),
+    cc_param<&CcConfig::max_window_bdp>("max_window_bdp", CcParam::Kind::positive, 0, 1000,
+                                        "initial and largest window, in BDPs"),
+};
+
+}  // namespace
+
+extern const CcAlgorithmInfo kCcNscc{
+    .id = CcAlgorithm::nscc,
+    .name = "nscc",
+    .description = "NSCC: delay and ECN, quick adapt on trims",
+    .params = kParams,
+    .make = &make_cc_as<Nscc>,
+};
 
 }  // namespace omrc::core

@@ -3,9 +3,11 @@
 // and a default that works on the loopback driver.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
+#include "core/path_policy.hpp"
 #include "routing/fabric.hpp"
 #include "wire/ethernet.hpp"
 #include "wire/frame.hpp"
@@ -16,34 +18,10 @@ namespace omrc::core {
 inline constexpr std::uint32_t kMaxPlanes = routing::kMaxPlanes;
 using PlaneMacs = std::array<wire::MacAddr, kMaxPlanes>;
 
-/// How a QP chooses the EV of each packet.
-enum class PathPolicy : std::uint8_t {
-    ecmp,      ///< one EV for the whole QP: the classic single-path RoCE baseline
-    spray,     ///< oblivious rotation over the active set (only planes that are down are avoided)
-    adaptive,  ///< MRC: rotation that skips, retires and probes EVs by their state
-    /// adaptive, but the slots use only the T1s a controller's plan gives the
-    /// QP (QpAttr::plan; NSLB-style network-level load balancing). Without a
-    /// plan, or where the sender does not know T1s (plain frames), adaptive.
-    planned,
-    /// Lenovo RNL-style scored paths with incremental migration: in the
-    /// engine the same plan-restricted spraying as planned (one or a few
-    /// T1s per plane, QpAttr::plan); what differs is the controller, which
-    /// starts from a hash mapping and moves only the worst-scoring
-    /// connections, a few per interval (docs/DESIGNS.md).
-    rnl,
-    /// UET 1.0's REPS (recycled entropy packet spraying) over the slot
-    /// rotation: a slot's EV is used again while its acknowledgements come
-    /// back clean; one marked (ECN), trimmed or lost is dropped and the slot
-    /// explores a fresh EV of its plane. An EV timeout (a failure) freezes
-    /// exploration for EngineConfig::reps_freeze_ns: slots that drop their EV
-    /// then take one recycled from a slot of the plane acknowledged cleanly.
-    /// No retirement, no probes (docs/DESIGNS.md).
-    reps,
-};
-
-/// Whether a policy sprays only over the T1s of a controller's plan.
-[[nodiscard]] constexpr bool follows_plan(PathPolicy p) noexcept {
-    return p == PathPolicy::planned || p == PathPolicy::rnl;
+/// The plane of an EV as an index below kMaxPlanes (an EV from the wire may
+/// name any plane; the last index stands for those beyond).
+[[nodiscard]] constexpr std::uint8_t ev_plane_index(std::uint32_t ev) noexcept {
+    return static_cast<std::uint8_t>(std::min<std::uint32_t>(routing::ev_plane(ev), kMaxPlanes - 1));
 }
 
 /// A controller's path plan for one QP (PathPolicy::planned, rnl): per plane, the

@@ -65,7 +65,7 @@ constexpr std::uint16_t conn_id_of(std::uint32_t qpn) noexcept { return static_c
 }  // namespace
 
 Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
-    : cfg_(cfg), memory_(memory), rng_(cfg.seed) {
+    : cfg_(cfg), memory_(memory), rng_(cfg.seed), path_alarms_(cfg.path_alarm_ns) {
     cfg_.planes = std::clamp<std::uint32_t>(cfg_.planes, 1, kMaxPlanes);
     cfg_.max_qps = std::clamp<std::uint32_t>(cfg_.max_qps, 1, kQpIndexMask + 1);
     cfg_.ack_every_pkts = std::clamp<std::uint32_t>(cfg_.ack_every_pkts, 1, 64);
@@ -234,16 +234,19 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
     if (from == QpState::init && to == QpState::rtr) {
         if (!need(kAttrDestQpn | kAttrRqPsn | kAttrPath | kAttrMtu)) return {EINVAL};
         if (a.mtu_bytes < 64 || a.mtu_bytes > 4096 || a.mtu_bytes % 64 != 0) return {EINVAL};
-        if (a.dest_qp_num > 0xFFFFFF || a.rq_psn > 0xFFFFFF || a.evs == 0) return {EINVAL};
+        if (a.dest_qp_num > kQpnMask || a.rq_psn > kPsnMask || a.evs == 0) return {EINVAL};
         const std::uint32_t mpr = (c.mask & kAttrMpr) ? a.mpr : qp->attr.mpr;
         if (mpr == 0 || mpr > 32 || !std::has_single_bit(mpr)) return {EINVAL};
         if (cfg_.mode == wire::FrameMode::srv6 && a.peer_host >= cfg_.fabric.hosts()) return {EINVAL};
+        const CcAlgorithmInfo* cc = find_cc(a.cc.algorithm);
+        if (cc == nullptr || find_path_policy(a.policy) == nullptr) return {EINVAL};
         const std::uint32_t access = qp->attr.access_flags, pd = qp->attr.pd;
         qp->attr = a;
         qp->attr.access_flags = access;
         qp->attr.pd = pd;
         qp->attr.dest_conn_id = conn_id_of(a.dest_qp_num);  // whatever the caller passed
         qp->attr.mpr = mpr;
+        qp->cc_info = cc;
         qp->rcv_window = mpr * 128;
         qp->rcv_bitmap.assign(qp->rcv_window / 64, 0);
         qp->rcv_cack = psn_add(a.rq_psn, -1);
@@ -257,16 +260,19 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
     }
     if (from == QpState::rtr && to == QpState::rts) {
         if (!need(kAttrSqPsn)) return {EINVAL};
-        if (a.sq_psn > 0xFFFFFF) return {EINVAL};
+        if (a.sq_psn > kPsnMask) return {EINVAL};
+        const CcAlgorithmInfo* cc = (c.mask & kAttrCc) ? find_cc(a.cc.algorithm) : qp->cc_info;
+        if (cc == nullptr) return {EINVAL};
         qp->snd_una = qp->snd_nxt = a.sq_psn;
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
         if (c.mask & kAttrCc) qp->attr.cc = a.cc;
+        qp->cc_info = cc;
         qp->attr.sq_psn = a.sq_psn;
         // The peer's receiver may hold a packet up to its ACK delay bound
         // before the SACK that releases it (assuming its ACK policy is ours).
         qp->cc = make_cc(qp->attr.cc, cfg_.planes, qp->attr.mtu_bytes, cfg_.ack_delay_ns);
-        qp->credit = qp->attr.cc.algorithm == CcAlgorithm::credit ? static_cast<Credit*>(qp->cc.get()) : nullptr;
+        qp->credit = dynamic_cast<Credit*>(qp->cc.get());
         qp->last_progress_ns = now;
         qp->state = QpState::rts;
         return {kOk};
@@ -416,13 +422,7 @@ SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
             if (qp->state != QpState::rts) continue;
             for (std::size_t s = 0; s < qp->paths.size(); ++s) {
                 if (qp->paths.slot(s).plane != c.plane) continue;
-                for (std::uint32_t i = 0; i < qp->paths.tracked(s); ++i) {
-                    std::uint32_t psn;
-                    std::uint64_t seq;
-                    qp->paths.tracked_at(s, i, psn, seq);
-                    TxPkt& p = qp->pkt(psn);
-                    if (p.tx_seq == seq && !p.acked) mark_lost(*qp, psn, false);
-                }
+                qp->for_each_in_flight(s, [&](std::uint32_t psn, TxPkt&) { mark_lost(*qp, psn, false); });
                 qp->paths.clear_tracked(s);
             }
         }
@@ -600,7 +600,7 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);
     if (!f.ip_src_is(qp->attr.peer_addr)) return drop(DropReason::wrong_source);
-    if (f.has_crth && qp->attr.cc.algorithm == CcAlgorithm::credit) credit_rx(*qp, f.crth(), f, now);
+    if (f.has_crth && qp->cc_info->receiver_credit) credit_rx(*qp, f.crth(), f, now);
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {
         case wire::Opcode::sack:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/path_alarms.hpp"
 #include "core/qp.hpp"
 #include "core/ring.hpp"
 #include "core/rng.hpp"
@@ -137,23 +138,32 @@ private:
     /// Bit per configured plane.
     [[nodiscard]] std::uint32_t all_planes() const noexcept { return (1u << cfg_.planes) - 1; }  // planes ≤ 15
 
-    // engine_tx.cpp: sender
+    // engine_tx.cpp: segmentation, send gates, path choice, frames, probes
     bool send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now);
     /// The path policy's next slot, with stale slots limited (EngineConfig::stale_path_packets).
     int select_slot(Qp& qp, std::uint32_t planes, TimeNs now);
     void build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out, TimeNs now);
     /// True when the QP could send another data packet right now (queue, windows).
     bool can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept;
+    /// The send gates of a `len`-byte packet: the congestion window `cwnd`
+    /// (a packet always goes with nothing in the pipe) and, in credit mode, the credit.
+    static bool may_send(const Qp& qp, std::uint32_t len, std::uint64_t cwnd) noexcept;
+    void send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now);
+    SubmitResult probe_ev(const CmdProbeEv& c, TimeNs now);
+
+    // engine_sack.cpp: what the peer's receiver sends back
     void on_sack(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_nack(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now);
-    void mark_lost(Qp& qp, std::uint32_t psn, bool front);
-    /// Hands the packets an EV slot tracks to the window sweep (before the slot's ring is cleared).
-    void untrack_slot(Qp& qp, std::size_t slot);
     /// Round trip of the transmission the SACK's trigger echo names, or 0.
     TimeNs rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
     /// `marked`: the packet arrived with ECN CE (the SACK's trigger, with M = SKIP_ONCE).
     void ack_packet(Qp& qp, std::uint32_t psn, TimeNs now, std::uint64_t& acked_bytes, bool marked = false);
+    void advance_una(Qp& qp, TimeNs now);
+    /// SACK M field: skip the EV once, or give it up.
+    void on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now);
+    /// CC_STATE of a SACK: delivered bytes (returned), held packets, penalty, restore.
+    std::uint64_t on_cc_state(Qp& qp, const wire::CcStateHdr& cc, TimeNs now);
     /// Evidence from one SACK: its cumulative PSN and the bitmap from cack + 1
     /// (bit k = PSN cack + 1 + k)
     /// (valid = false when the SACK's bitmap starts elsewhere, or for timers).
@@ -169,16 +179,41 @@ private:
         /// Whether the SACK shows `psn` received (known), and which.
         [[nodiscard]] bool reports(std::uint32_t psn, bool& received) const noexcept;
     };
-    /// Returns true when the slot still has an older packet to decide later.
-    bool infer_losses_on_path(Qp& qp, std::size_t slot, const SackView& sack, TimeNs now);
-    TimeNs reorder_window(const Qp& qp) const noexcept;
-    TimeNs send_order_window(const Qp& qp, std::uint8_t plane) const noexcept;
-    TimeNs ev_timeout(Qp& qp) noexcept;
-    void advance_una(Qp& qp, TimeNs now);
-    void sender_timers(Qp& qp, TimeNs now);
-    void send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now);
+
+    // engine_loss.cpp: loss detection
+    void mark_lost(Qp& qp, std::uint32_t psn, bool front);
+    /// Hands the packets an EV slot tracks to the window sweep (before the slot's ring is cleared).
+    void untrack_slot(Qp& qp, std::size_t slot);
     /// Marks what the slot has in flight lost (to be resent elsewhere now).
     void resend_slot(Qp& qp, std::size_t slot);
+    /// Returns true when the slot still has an older packet to decide later.
+    bool infer_losses_on_path(Qp& qp, std::size_t slot, const SackView& sack, TimeNs now);
+    /// infer_losses_on_path on every slot waiting for it (Qp::infer_pending)
+    /// with `sack` as evidence (none: the timers); returns the earliest time
+    /// one still undecided must be looked at again (kNever: none).
+    TimeNs infer_pending_losses(Qp& qp, const SackView& sack, TimeNs now);
+    /// RACK-style loss detection over the packets a SACK reports missing.
+    void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
+    /// The latest send time of a packet sent once and acknowledged, over every plane.
+    static TimeNs latest_delivered_send(const Qp& qp) noexcept;
+    /// The latest send time of a packet sent once that this SACK shows received.
+    /// (the trigger counts when its echo names the transmission, as for an RTT sample).
+    TimeNs reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
+    /// Each EV's oldest unacknowledged packet against the EV timeout
+    /// `timeout`: an overdue one resends what the EV carries (and may retire
+    /// it). Returns the earliest timer still running (kNever: none).
+    TimeNs detect_losses_by_timeout(Qp& qp, TimeNs timeout, TimeNs now);
+    /// The sweep of the window for packets no EV tracks; returns when it is
+    /// due again (kNever: no such packet left).
+    TimeNs sweep_untracked(Qp& qp, TimeNs timeout, TimeNs now);
+    /// The QP-wide reorder window (RttEstimator::reorder_window).
+    [[nodiscard]] TimeNs reorder_window(const Qp& qp) const noexcept { return qp.rtt.reorder_window(cfg_.ev_timeout_ns); }
+
+    // engine_timers.cpp: the sender's timers
+    TimeNs ev_timeout(Qp& qp) noexcept;
+    void sender_timers(Qp& qp, TimeNs now);
+
+    // engine_path_alarms.cpp: retirements and what they tell
     /// resend_slot, then the slot's EV is retired (and, where T1s are known,
     /// the QP's other EVs through its T1; a path alarm is raised for the
     /// engine's other QPs unless `cause` is itself an alarm).
@@ -186,29 +221,11 @@ private:
     /// Retires the QP's EVs through the (plane, T1)s that other QPs toward
     /// the same destination T0 gave up within cfg_.path_alarm_ns.
     void apply_path_alarms(Qp& qp, TimeNs now);
-    /// Records an alarm for this engine's QPs (the ring below).
-    void raise_path_alarm(std::uint8_t plane, std::uint16_t group, std::uint32_t dst_t0, TimeNs now);
     /// Tells `qp`'s peer engine of a (plane, T1) `qp` retired (an ERTH
     /// PATH_ALARM, OpenMRC's), once per (peer, plane, T1) within the alarm time.
     void send_path_alarm(Qp& qp, std::uint8_t plane, std::uint16_t group, TimeNs now);
+
     void path_event(const PathEvent& e);
-    /// RACK-style loss detection over the packets a SACK reports missing.
-    void detect_losses_by_send_order(Qp& qp, const SackView& sack, TimeNs now);
-    /// No packet sent once on `plane` acknowledged for the plane's slowest round trip.
-    static bool plane_silent(const Qp& qp, std::uint8_t plane, TimeNs now) noexcept;
-    /// The latest send time of a packet sent once and acknowledged, over every plane.
-    static TimeNs latest_delivered_send(const Qp& qp) noexcept;
-    /// The latest send time of a packet sent once that this SACK shows received.
-    /// (the trigger counts when its echo names the transmission, as for an RTT sample).
-    TimeNs reported_send_horizon(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
-    /// Whether a packet sent at `horizon` and delivered was sent so long after `p`
-    /// that `p`, even on its plane's slowest round trip, would have arrived first.
-    static bool overtaken_on_any_plane(const Qp& qp, const TxPkt& p, TimeNs horizon) noexcept;
-    SubmitResult probe_ev(const CmdProbeEv& c, TimeNs now);
-    /// SACK M field: skip the EV once, or give it up.
-    void on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now);
-    /// CC_STATE of a SACK: delivered bytes (returned), held packets, penalty, restore.
-    std::uint64_t on_cc_state(Qp& qp, const wire::CcStateHdr& cc, TimeNs now);
 
     // engine_rx.cpp: receiver
     void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);
@@ -299,30 +316,8 @@ private:
     Ring<Completion> completions_{64};
     Ring<PathEvent> path_events_{64};
     /// Recent (plane, T1, destination T0) retirements on strong evidence,
-    /// for the other QPs (EngineConfig::path_alarm_ns): a ring, the newest
-    /// at (path_alarm_seq_ − 1) % size.
-    static constexpr std::uint32_t kAnyT0 = UINT32_MAX;  ///< PathAlarm::dst_t0: every destination
-    struct PathAlarm {
-        TimeNs at_ns = 0;
-        std::uint32_t dst_t0 = 0;   ///< destination T0 of the QP that raised it, or kAnyT0
-        std::uint16_t group = 0;
-        std::uint8_t plane = 0;
-    };
-    std::array<PathAlarm, 64> path_alarms_{};
-    /// PATH_ALARMs sent to peers lately (one per peer, plane and T1 within the alarm time).
-    struct AlarmTold {
-        TimeNs at_ns = kNever;       ///< kNever: unused
-        std::uint32_t peer_host = 0;
-        std::uint16_t group = 0;
-        std::uint8_t plane = 0;
-    };
-    std::array<AlarmTold, 32> alarms_told_{};
-    std::uint32_t alarms_told_next_ = 0;
-    std::uint64_t path_alarm_seq_ = 0;       ///< alarms raised so far
-    /// Sequence of the oldest alarm the ring still holds.
-    [[nodiscard]] std::uint64_t oldest_path_alarm() const noexcept {
-        return path_alarm_seq_ > path_alarms_.size() ? path_alarm_seq_ - path_alarms_.size() : 0;
-    }
+    /// for the other QPs, and the alarms told to peers (EngineConfig::path_alarm_ns).
+    PathAlarms path_alarms_;
     std::uint32_t local_up_ = 0;             ///< bit per local plane that is up
     std::uint32_t planes_epoch_ = 1;         ///< bumped when local_up_ or a peer's port mask changes
     struct PeerPorts { wire::Ipv6Addr addr{}; std::uint32_t up_mask = 0; };

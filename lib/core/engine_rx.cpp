@@ -48,7 +48,7 @@ std::uint8_t Engine::reverse_plane(Qp& qp) noexcept {
 }
 
 std::uint32_t Engine::reverse_ev(const Qp& qp, std::uint8_t plane) noexcept {
-    return routing::make_ev(plane, qp.qpn & 0xFFF, static_cast<std::uint16_t>(qp.conn_id ^ 0x5A5A));
+    return routing::make_ev(plane, qp.qpn & routing::kEvPathMask, static_cast<std::uint16_t>(qp.conn_id ^ 0x5A5A));
 }
 
 bool Engine::send_ep_request(const Qp& qp, std::uint8_t plane, std::uint32_t ev, const wire::ErthHdr& erth,
@@ -108,14 +108,14 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     h.src_conn_id = qp.conn_id;
     h.dst_conn_id = qp.attr.dest_conn_id;
     h.cack_psn = qp.rcv_cack;
-    h.cc_type = qp.attr.cc.algorithm == CcAlgorithm::credit ? wire::mrc::kSethCcTypeCredit : wire::mrc::kSethCcTypeNscc;
+    h.cc_type = qp.cc_info->seth_cc_type;
     h.mpr = static_cast<std::uint8_t>(qp.attr.mpr);
     s.cc = {};
     s.cgth = {};  // a credit-mode QP's SACK carries one (cc_type credit); credit_fill sets it
     s.cc.ooo_count = static_cast<std::uint16_t>(std::min<std::uint32_t>(qp.rcv_ooo, 0x7FFF));
     // 256-byte units, rounded up, wrapping at 24 bits.
     s.cc.rcvd_bytes = static_cast<std::uint32_t>(
-        ((qp.rcvd_bytes + wire::CcStateHdr::kRcvdBytesUnit - 1) / wire::CcStateHdr::kRcvdBytesUnit) & 0xFFFFFF);
+        ((qp.rcvd_bytes + wire::CcStateHdr::kRcvdBytesUnit - 1) / wire::CcStateHdr::kRcvdBytesUnit) & kSeq24Mask);
     // Ask for a smaller window while the application keeps WRITE_WITH_IMM
     // completions waiting for receives: it is not keeping up.
     const std::size_t waiting = qp.imms.size();
@@ -200,7 +200,7 @@ void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
 }
 
 void Engine::credit_fill(Qp& qp, wire::FrameSpec& s) {
-    if (qp.attr.cc.algorithm != CcAlgorithm::credit || !credit_sched_.configured()) return;  // V stays clear
+    if (!qp.cc_info->receiver_credit || !credit_sched_.configured()) return;  // V stays clear
     const std::uint64_t granted = credit_sched_.granted(qp.qpn & kQpIndexMask);
     s.cgth.valid = true;
     s.cgth.grant = static_cast<std::uint32_t>(granted);  // low 32 bits; the sender widens them
@@ -290,7 +290,7 @@ void Engine::send_transport_ack(Qp& qp) {
     wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     s.bth.opcode = wire::Opcode::ack;
     s.bth.psn = qp.rcv_cack;
-    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::ack), qp.rcv_msn & 0xFFFFFF};
+    s.aeth = {static_cast<std::uint8_t>(wire::AethSyndrome::ack), qp.rcv_msn & kMsnMask};
     finish_ctrl(*g, s);
     ++qp.stats.transport_acks_sent;
 }
@@ -324,7 +324,7 @@ void Engine::send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t ps
     wire::FrameSpec& s = address_ctrl(qp, plane, route_ev, *g);
     s.bth.opcode = wire::Opcode::ack;
     s.bth.psn = psn;
-    s.aeth = {static_cast<std::uint8_t>(syndrome), qp.rcv_msn & 0xFFFFFF};
+    s.aeth = {static_cast<std::uint8_t>(syndrome), qp.rcv_msn & kMsnMask};
     finish_ctrl(*g, s);
     ++qp.stats.naks_sent;
 }
@@ -452,7 +452,7 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     // IB MSN: messages whose every packet is now below the cumulative PSN.
     while (!qp.msg_ends.empty() && psn_diff(qp.msg_ends.front(), qp.rcv_cack) <= 0) {
         qp.msg_ends.pop_front();
-        qp.rcv_msn = (qp.rcv_msn + 1) & 0xFFFFFF;
+        qp.rcv_msn = (qp.rcv_msn + 1) & kMsnMask;
     }
     deliver_imms(qp);
     if (f.ecn == 3) ++qp.stats.ecn_received;
@@ -562,7 +562,7 @@ void Engine::on_endpoint(const wire::FrameView& f, std::uint8_t plane, bool no_r
             if (cfg_.peer_path_alarms && cfg_.path_alarm_ns != 0 && cfg_.mode == wire::FrameMode::srv6 &&
                 erth.alarm_plane < cfg_.planes && erth.alarm_t1 < cfg_.fabric.t1_per_plane) {
                 ++stats_.path_alarms_believed;
-                raise_path_alarm(erth.alarm_plane, erth.alarm_t1, kAnyT0, now);
+                path_alarms_.raise(erth.alarm_plane, erth.alarm_t1, PathAlarms::kAnyT0, now);
             }
             break;
         default: return drop(DropReason::unexpected);  // an op we do not know is never a port-status update
@@ -587,7 +587,7 @@ void Engine::send_port_status(TimeNs now) {
             const auto p = static_cast<std::uint8_t>(plane);
             const wire::ErthHdr erth{.op = wire::ErthOp::port_status_update,
                                      .port_status_mask = wire::mrc::port_mask_from_planes(local_up_),
-                                     .tx_timestamp = static_cast<std::uint16_t>(now / wire::TsethHdr::kTickNs),
+                                     .tx_timestamp = tseth_ticks(now),
                                      .ftype = wire::mrc::kFtypeTransmitTimestamp};
             if (!send_ep_request(*qp, p, reverse_ev(*qp, p), erth, now)) return;
             ++stats_.port_status_sent;

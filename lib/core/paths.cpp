@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/psn.hpp"
 #include "routing/fabric.hpp"
 
 namespace omrc::core {
@@ -32,11 +33,11 @@ std::uint32_t PathSet::fresh_ev(std::uint32_t plane, std::uint32_t group, Rng& r
     // Walk the path space of the plane; where groups are known, only the
     // paths of `group` (path ≡ group mod T1s). The salt keeps EVs distinct
     // for ECMP hashing and from denied values.
-    const std::uint32_t per_group = t1s_ != 0 ? std::max<std::uint32_t>(4096 / t1s_, 1) : 4096;
+    const std::uint32_t per_group = t1s_ != 0 ? std::max<std::uint32_t>(routing::kEvPaths / t1s_, 1) : routing::kEvPaths;
     for (;;) {
         const std::uint32_t k = next_path_[plane]++ % per_group;
         const std::uint32_t path = t1s_ != 0 ? group + t1s_ * k : k;
-        const std::uint32_t ev = routing::make_ev(plane, path & 0xFFF, static_cast<std::uint16_t>(rng.next_u32()));
+        const std::uint32_t ev = routing::make_ev(plane, path & routing::kEvPathMask, static_cast<std::uint16_t>(rng.next_u32()));
         if (std::find(denied_.begin(), denied_.end(), ev) == denied_.end()) return ev;
     }
 }
@@ -53,7 +54,7 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     policy_ = policy;
     planes_ = std::max<std::uint32_t>(planes, 1);
     depth_ = std::max<std::uint32_t>(track_depth, 1);
-    t1s_ = std::min<std::uint32_t>(t1s, 4096);
+    t1s_ = std::min<std::uint32_t>(t1s, routing::kEvPaths);
     plan_ = PathPlan{};
     if (follows_plan(policy_) && t1s_ != 0 && plan.t1_count != 0) {
         plan_ = plan;
@@ -64,7 +65,7 @@ void PathSet::init(PathPolicy policy, std::uint32_t planes, std::uint32_t evs, s
     const std::uint32_t per_plane = std::max<std::uint32_t>((evs + planes_ - 1) / planes_, 1);
     next_path_.assign(planes_, 0);
     retire_streak_.assign(planes_, 0);
-    for (auto& p : next_path_) p = static_cast<std::uint32_t>(rng.below(4096));
+    for (auto& p : next_path_) p = static_cast<std::uint32_t>(rng.below(routing::kEvPaths));
     // Per plane, slots take consecutive groups from a random start: each T1
     // carries per_plane / T1s slots (±1), and QPs start on different T1s.
     std::vector<std::uint32_t> start(planes_);
@@ -409,7 +410,7 @@ bool PathSet::track(std::size_t slot, std::uint32_t psn, std::uint64_t tx_seq) n
     EvSlot& s = slots_[slot];
     if (s.fifo_count == depth_) return false;
     const std::uint32_t pos = (s.fifo_head + s.fifo_count) % depth_;
-    fifo_[slot * depth_ + pos] = (tx_seq << 24) | (psn & 0xFFFFFF);
+    fifo_[slot * depth_ + pos] = (tx_seq << kSeq24Bits) | (psn & kPsnMask);
     ++s.fifo_count;
     return true;
 }
@@ -417,7 +418,7 @@ bool PathSet::track(std::size_t slot, std::uint32_t psn, std::uint64_t tx_seq) n
 void PathSet::tracked_at(std::size_t slot, std::uint32_t i, std::uint32_t& psn, std::uint64_t& tx_seq) const noexcept {
     const EvSlot& s = slots_[slot];
     const std::uint64_t e = fifo_[slot * depth_ + (s.fifo_head + i) % depth_];
-    psn = static_cast<std::uint32_t>(e & 0xFFFFFF);
+    psn = static_cast<std::uint32_t>(e & kPsnMask);
     tx_seq = e >> 24;
 }
 

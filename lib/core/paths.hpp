@@ -154,7 +154,8 @@ public:
     [[nodiscard]] PathPolicy policy() const noexcept { return policy_; }
     /// Skips, retires and probes EVs by their state (adaptive, planned and rnl).
     [[nodiscard]] bool manages_paths() const noexcept {
-        return policy_ == PathPolicy::adaptive || follows_plan(policy_);
+        const PathPolicyInfo* p = find_path_policy(policy_);
+        return p != nullptr && p->manages_paths;
     }
     /// Whether (plane, group) is one the QP's plan allows (always, without a plan).
     [[nodiscard]] bool in_plan(std::uint32_t plane, std::uint32_t group) const noexcept;

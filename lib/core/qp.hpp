@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "core/cc.hpp"
+#include "core/cc_credit.hpp"
 #include "core/config.hpp"
 #include "core/paths.hpp"
 #include "core/ring.hpp"
+#include "core/rtt_estimator.hpp"
 #include "core/stats.hpp"
 #include "core/types.hpp"
 #include "routing/fabric.hpp"
@@ -61,7 +63,17 @@ struct TxPkt {
     bool acked = false;
     bool lost = false;             ///< queued for retransmission
     bool untracked = false;        ///< its latest transmission did not fit its EV's tracking ring
+
+    /// The plane its latest transmission went on (its EV's; the slot may
+    /// hold an EV of another plane since).
+    [[nodiscard]] std::uint8_t plane() const noexcept { return ev_plane_index(ev); }
 };
+
+/// A send time as TSETH carries it (16 bits of 128 ns ticks, wrapping every
+/// 8.39 ms): what a SACK's timestamp echo is matched against.
+[[nodiscard]] inline std::uint16_t tseth_ticks(TimeNs t) noexcept {
+    return static_cast<std::uint16_t>(t / wire::TsethHdr::kTickNs);
+}
 
 /// Immediate data of a WRITE_WITH_IMM whose last packet has arrived.
 struct PendingImm {
@@ -110,18 +122,10 @@ struct Qp {
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
     Credit* credit = nullptr;       ///< cc, when it is the receiver-credit mode (its send gate and request); else null
+    /// The registration of attr.cc.algorithm (set from RTR on: never null there).
+    const CcAlgorithmInfo* cc_info = nullptr;
     std::vector<std::uint16_t> infer_pending;  ///< EV slots with an acknowledged packet newer than their oldest tracked one (EvSlot::infer_queued)
-    /// RTT samples of one plane (its triggering packets'), as the QP-wide ones below.
-    struct PlaneRtt {
-        TimeNs min_ns = 0;
-        TimeNs max_ns = 0;
-        TimeNs recent_max_ns = 0;
-    };
-    std::array<PlaneRtt, kMaxPlanes> plane_rtt{};
-    std::uint32_t planes_sampled = 0;  ///< bit per plane with an RTT sample
-    TimeNs rtt_min_ns = 0;          ///< smallest RTT sample (0 = none yet)
-    TimeNs rtt_max_ns = 0;          ///< largest RTT sample, slowly forgotten (decays 1/1024 per sample): EV timeout
-    TimeNs rtt_recent_max_ns = 0;   ///< largest recent RTT sample (decays 1/64 per sample): reorder window
+    RttEstimator rtt;               ///< RTT samples per plane and QP-wide: EV timeout, reorder windows
     TimeNs last_progress_ns = 0;    ///< last time snd_una advanced (or first send after idle)
     TimeNs next_scan_ns = kNever;   ///< next time the EV timers must be looked at
     TimeNs next_sweep_ns = 0;       ///< next QP-wide sweep for untracked overdue packets (at most every half EV timeout)
@@ -195,6 +199,19 @@ struct Qp {
     [[nodiscard]] bool has_tx_work() const noexcept { return !resend.empty() || sq_unsegmented > 0; }
 
     [[nodiscard]] TxPkt& pkt(std::uint32_t psn) noexcept { return pkts[psn & pkt_mask]; }
+    /// Calls f(psn, packet) for every packet EV slot `slot` tracks whose
+    /// latest transmission is the tracked one and is not acknowledged (the
+    /// ring itself is left as it is; f must not change it).
+    template <class F>
+    void for_each_in_flight(std::size_t slot, F&& f) {
+        for (std::uint32_t i = 0; i < paths.tracked(slot); ++i) {
+            std::uint32_t psn;
+            std::uint64_t seq;
+            paths.tracked_at(slot, i, psn, seq);
+            TxPkt& p = pkt(psn);
+            if (p.tx_seq == seq && !p.acked) f(psn, p);
+        }
+    }
     [[nodiscard]] bool rcv_bit(std::uint32_t psn) const noexcept {
         const std::uint32_t i = psn & (rcv_window - 1);
         return (rcv_bitmap[i / 64] >> (i % 64)) & 1u;

@@ -30,12 +30,18 @@ enum class UsidRole : std::uint8_t { host_port = 0, t0 = 1, t1 = 2 };
                                       (index & 0x3FF));
 }
 
+/// The path space of a plane: EV[27:16], 4096 paths (a path names a T1
+/// modulo the plane's T1 count, or is one hashed way through a fabric).
+inline constexpr std::uint32_t kEvPathBits = 12;
+inline constexpr std::uint32_t kEvPaths = 1u << kEvPathBits;
+inline constexpr std::uint32_t kEvPathMask = kEvPaths - 1;
+
 /// EV helpers for the layout above.
 [[nodiscard]] constexpr std::uint32_t make_ev(std::uint32_t plane, std::uint32_t path, std::uint16_t salt) noexcept {
-    return ((plane + 1) << 28) | ((path & 0xFFF) << 16) | salt;
+    return ((plane + 1) << 28) | ((path & kEvPathMask) << 16) | salt;
 }
 [[nodiscard]] constexpr std::uint32_t ev_plane(std::uint32_t ev) noexcept { return (ev >> 28) - 1; }
-[[nodiscard]] constexpr std::uint32_t ev_path(std::uint32_t ev) noexcept { return (ev >> 16) & 0xFFF; }
+[[nodiscard]] constexpr std::uint32_t ev_path(std::uint32_t ev) noexcept { return (ev >> 16) & kEvPathMask; }
 [[nodiscard]] constexpr bool ev_valid(std::uint32_t ev, std::uint32_t planes) noexcept {
     return (ev >> 28) != 0 && (ev >> 28) <= planes;
 }

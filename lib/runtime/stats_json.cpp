@@ -10,17 +10,17 @@ namespace omrc::runtime {
 
 namespace {
 
-const char* to_string(core::PathPolicy p) noexcept {
-    switch (p) {
-        case core::PathPolicy::ecmp: return "ecmp";
-        case core::PathPolicy::spray: return "spray";
-        case core::PathPolicy::adaptive: return "adaptive";
-        case core::PathPolicy::planned: return "planned";
-        case core::PathPolicy::rnl: return "rnl";
-        case core::PathPolicy::reps: return "reps";
-    }
-    return "unknown";
-}
+/// An algorithm's state (CongestionControl::report) as a JSON object.
+class CcStateJson final : public core::CcStateWriter {
+public:
+    void flag(std::string_view name, bool v) override { j_[std::string(name)] = v; }
+    void count(std::string_view name, std::uint64_t v) override { j_[std::string(name)] = v; }
+    void value(std::string_view name, double v) override { j_[std::string(name)] = v; }
+    nlohmann::json take() { return std::move(j_); }
+
+private:
+    nlohmann::json j_ = nlohmann::json::object();
+};
 
 nlohmann::json ev_json(std::size_t slot, const core::EvSlot& s) {
     const core::EvCounters& c = s.counters;
@@ -91,11 +91,12 @@ nlohmann::json planes_json(const core::Qp& qp) {
     nlohmann::json out = nlohmann::json::array();
     for (std::uint32_t p = 0; p < views.size(); ++p) {
         nlohmann::json j = plane_json(p, views[p]);
-        const bool sampled = (qp.planes_sampled >> p) & 1u;
+        const bool sampled = (qp.rtt.planes_sampled() >> p) & 1u;
         j["evs_active"] = views[p].evs_active;
         j["evs_skipping"] = views[p].evs_skipping;
-        j["rtt_min_ns"] = sampled ? qp.plane_rtt[p].min_ns : 0;
-        j["rtt_max_ns"] = sampled ? qp.plane_rtt[p].max_ns : 0;
+        const core::RttStats& rtt = qp.rtt.plane(static_cast<std::uint8_t>(p));
+        j["rtt_min_ns"] = sampled ? rtt.min_ns : 0;
+        j["rtt_max_ns"] = sampled ? rtt.max_ns : 0;
         out.push_back(std::move(j));
     }
     return out;
@@ -241,12 +242,12 @@ nlohmann::json qp_json(const core::Qp& qp) {
             {"inflight_bytes", qp.inflight_bytes},
             {"peer_ooo_pkts", qp.peer_ooo_pkts},
             {"cwnd_bytes", qp.cc ? qp.cc->window_bytes() : 0},
-            {"cc", qp.cc ? qp.cc->name() : "none"},
+            {"cc", qp.cc && qp.cc_info != nullptr ? std::string(qp.cc_info->name) : std::string("none")},
             {"rcv_cack", qp.rcv_cack},
             {"stats", std::move(stats)},
             {"planes", planes_json(qp)},
             {"paths",
-             {{"policy", to_string(qp.paths.policy())},
+             {{"policy", std::string(core::path_policy_name(qp.paths.policy()))},
               {"backups", qp.paths.backups()}, {"stale_starts", qp.paths.stale_starts()},
               {"reps_explored", qp.paths.reps_explored()}, {"reps_recycled", qp.paths.reps_recycled()},
               {"reps_freezes", qp.paths.reps_freezes()},
@@ -256,16 +257,11 @@ nlohmann::json qp_json(const core::Qp& qp) {
               {"assumed_bad", std::move(bad)},
               {"groups", groups_json(qp)},
               {"evs", std::move(evs)}}}};
-    if (qp.credit != nullptr) {
-        // Receiver credit, the sender's half (docs/PROTOCOL.md §11.6, §11.8):
-        // cumulative bytes; off = its peer's SACKs carried no grant.
-        const core::Credit& c = *qp.credit;
-        j["credit"] = {{"off", c.off()},
-                       {"demand_bytes", c.demand_bytes()},
-                       {"request_bytes", c.request_bytes()},
-                       {"granted_bytes", c.granted_bytes()},
-                       {"sent_scheduled_bytes", c.sent_scheduled_bytes()},
-                       {"sent_unscheduled_bytes", c.sent_unscheduled_bytes()}};
+    if (qp.cc && qp.cc_info != nullptr) {
+        // The algorithm's own state (credit: its cumulative byte counts), under its name.
+        CcStateJson state;
+        qp.cc->report(state);
+        if (nlohmann::json o = state.take(); !o.empty()) j[std::string(qp.cc_info->name)] = std::move(o);
     }
     return j;
 }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "verbs/device_core.hpp"
+#include "verbs/registries.hpp"
 
 namespace omrc {
 
@@ -51,47 +52,6 @@ QpState from_core(core::QpState s) {
         case core::QpState::err: return QpState::err;
     }
     return QpState::err;
-}
-
-core::CcConfig to_core(const CcConfig& c) {
-    core::CcConfig o{};
-    switch (c.algorithm) {
-        case CcAlgorithm::fixed: o.algorithm = core::CcAlgorithm::fixed; break;
-        case CcAlgorithm::nscc: o.algorithm = core::CcAlgorithm::nscc; break;
-        case CcAlgorithm::dcqcn: o.algorithm = core::CcAlgorithm::dcqcn; break;
-        case CcAlgorithm::hpcc: o.algorithm = core::CcAlgorithm::hpcc; break;
-        case CcAlgorithm::credit: o.algorithm = core::CcAlgorithm::credit; break;
-    }
-    o.fixed_window_bytes = c.fixed_window_bytes;
-    o.base_rtt_ns = c.base_rtt_ns;
-    o.link_rate_bps = c.link_rate_bps;
-    o.target_delay_ratio = c.target_delay_ratio;
-    o.max_window_bdp = c.max_window_bdp;
-    o.dcqcn.g = c.dcqcn.g;
-    o.dcqcn.alpha_period_ns = c.dcqcn.alpha_period_ns;
-    o.dcqcn.cnp_interval_ns = c.dcqcn.cnp_interval_ns;
-    o.dcqcn.increase_period_ns = c.dcqcn.increase_period_ns;
-    o.dcqcn.byte_counter_bytes = c.dcqcn.byte_counter_bytes;
-    o.dcqcn.fast_recovery_stages = c.dcqcn.fast_recovery_stages;
-    o.dcqcn.ai_ratio = c.dcqcn.ai_ratio;
-    o.dcqcn.hai_ratio = c.dcqcn.hai_ratio;
-    o.hpcc.eta = c.hpcc.eta;
-    o.hpcc.max_stage = c.hpcc.max_stage;
-    o.hpcc.wai_ratio = c.hpcc.wai_ratio;
-    o.credit.unscheduled_bytes = c.credit.unscheduled_bytes;
-    o.credit.quantum_bytes = c.credit.quantum_bytes;
-    o.credit.ahead_bytes = c.credit.ahead_bytes;
-    o.credit.rate_ratio = c.credit.rate_ratio;
-    return o;
-}
-
-core::PathPolicy to_core(PathPolicy p) {
-    switch (p) {
-        case PathPolicy::ecmp: return core::PathPolicy::ecmp;
-        case PathPolicy::spray: return core::PathPolicy::spray;
-        case PathPolicy::adaptive: break;
-    }
-    return core::PathPolicy::adaptive;
 }
 
 }  // namespace
@@ -201,13 +161,14 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.peer_host = attr.peer.host;
     a.mtu_bytes = attr.mtu_bytes;
     a.mpr = attr.mpr;
-    a.policy = to_core(attr.path_policy);
+    // A policy the public API does not offer: EINVAL when the path is set (only then is it read).
+    if (!detail::to_core(attr.path_policy, a.policy) && (mask & QpAttrMask::path)) return EINVAL;
     a.evs = attr.evs;
     a.backup_evs = attr.backup_evs;
     a.sq_psn = attr.sq_psn;
     a.timeout_ns = attr.timeout_ns;
     a.retry_cnt = attr.retry_cnt;
-    a.cc = to_core(attr.cc);
+    a.cc = detail::to_core(attr.cc);
     const core::SubmitResult r = w.engine->submit(cmd, d.now());
     w.loop->kick();  // a move to ERR produces flush completions
     if (r.err != 0) return r.err;

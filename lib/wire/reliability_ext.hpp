@@ -43,6 +43,7 @@ struct SethHdr {
     std::uint8_t mpr = 0;             ///< receive window in units of 128 packets
     std::int16_t sack_offset = 0;     ///< first bitmap PSN minus cack_psn
     std::uint64_t bitmap = 0;         ///< bit k ⇔ PSN (cack_psn + sack_offset + k), LSB = k 0
+    static constexpr std::int32_t kBitmapPsns = 64;  ///< PSNs one bitmap reports
 
     WireError encode(std::span<std::uint8_t> out) const noexcept {
         if (out.size() < kSize) return WireError::buffer_too_small;

@@ -91,7 +91,9 @@ local AETH_SYNDROMES = {
     [0x63] = "NAK: remote operational error",
 }
 local SACK_SKIP = { [0] = "NONE", [1] = "SKIP_ONCE", [2] = "ALWAYS_SKIP", [3] = "reserved (3)" }
--- SETH cc_type as UET numbers it (lib/wire/mrc_choices.hpp)
+-- SETH cc_type as UET numbers it (lib/wire/mrc_choices.hpp): wire codes, not algorithm
+-- names; each algorithm's registration says which one its SACKs carry (seth_cc_type,
+-- lib/core/cc_<name>.cpp): credit sends 1, every other algorithm 0.
 local CC_TYPES = { [0] = "NSCC", [1] = "credit" }
 local NACK_REASONS = {
     [0x01] = "TRIMMED",

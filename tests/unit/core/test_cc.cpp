@@ -1,86 +1,94 @@
 // SPDX-License-Identifier: BSD-3-Clause
+// The congestion-control registry (lib/core/cc.cpp): every algorithm
+// registered once, found by id and by name, its keys reaching its fields.
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <string>
+
 #include "core/cc.hpp"
+#include "core/cc_credit.hpp"
+#include "wire/mrc_choices.hpp"
 
 using namespace omrc::core;
 
-namespace {
-CcConfig cfg() {
+TEST_CASE("cc_algorithms__ids_names_and_keys_are_unique", "[unit][core]") {
+    std::set<int> ids;
+    std::set<std::string> names, keys;
+    for (const CcAlgorithmInfo* a : cc_algorithms()) {
+        CHECK(ids.insert(static_cast<int>(a->id)).second);
+        CHECK(names.insert(std::string(a->name)).second);
+        CHECK_FALSE(a->description.empty());
+        CHECK(a->make != nullptr);
+        for (const CcParam& p : a->params) {
+            CHECK(keys.insert(std::string(p.key)).second);
+            CHECK(p.get != nullptr);
+            CHECK(p.set != nullptr);
+            CHECK(p.max > 0);
+        }
+    }
+    CHECK(names == std::set<std::string>{"fixed", "nscc", "dcqcn", "hpcc", "credit"});
+}
+
+TEST_CASE("find_cc__by_id_and_by_name", "[unit][core]") {
+    for (const CcAlgorithmInfo* a : cc_algorithms()) {
+        CHECK(find_cc(a->id) == a);
+        CHECK(find_cc(a->name) == a);
+        CHECK(cc_name(a->id) == a->name);
+    }
+    CHECK(find_cc("qcn") == nullptr);
+    CHECK(find_cc(static_cast<CcAlgorithm>(200)) == nullptr);
+    CHECK(cc_name(static_cast<CcAlgorithm>(200)) == "unknown");
+}
+
+TEST_CASE("find_cc_param__sets_and_gets_its_field", "[unit][core]") {
     CcConfig c;
-    c.base_rtt_ns = 10'000;
-    c.link_rate_bps = 100'000'000'000;
-    return c;
-}
-constexpr double kBdp8 = 100e9 / 8 * 8 * 10e-6;  // 8 planes × 100G × 10 µs = 1 MB
-}  // namespace
-
-TEST_CASE("FixedWindow__constant", "[unit][core]") {
-    FixedWindow f(12345);
-    f.on_loss(1);
-    f.on_trim(2);
-    f.on_ack({1000, 50'000, true, 3});
-    CHECK(f.window_bytes() == 12345);
+    const CcParam* g = find_cc_param("dcqcn_g");
+    REQUIRE(g != nullptr);
+    CHECK(g->kind == CcParam::Kind::positive);
+    g->set(c, 0.0625);
+    CHECK(c.dcqcn.g == 0.0625);
+    CHECK(g->get(c) == 0.0625);
+    const CcParam* q = find_cc_param("credit_quantum_bytes");
+    REQUIRE(q != nullptr);
+    q->set(c, 8192);
+    CHECK(c.credit.quantum_bytes == 8192);
+    CHECK(find_cc_param("rate") == nullptr);
 }
 
-TEST_CASE("Nscc::init__max_window_is_1_5_bdp", "[unit][core]") {
-    Nscc n(cfg(), 8, 4096);
-    CHECK(n.window_bytes() == static_cast<std::uint64_t>(1.5 * kBdp8));
+TEST_CASE("CcParam::accepts__integers_in_range_positives_up_to_max", "[unit][core]") {
+    const CcParam* stages = find_cc_param("dcqcn_fast_recovery_stages");  // integer 0..64
+    REQUIRE(stages != nullptr);
+    CHECK(stages->accepts(0));
+    CHECK(stages->accepts(64));
+    CHECK_FALSE(stages->accepts(65));
+    CHECK_FALSE(stages->accepts(1.5));
+    const CcParam* eta = find_cc_param("hpcc_eta");  // (0, 1]
+    REQUIRE(eta != nullptr);
+    CHECK(eta->accepts(1));
+    CHECK(eta->accepts(1e-9));
+    CHECK_FALSE(eta->accepts(0));
+    CHECK_FALSE(eta->accepts(1.01));
 }
 
-TEST_CASE("Nscc::on_ack__ecn_over_target_decreases_once_per_rtt", "[unit][core]") {
-    Nscc n(cfg(), 8, 4096);
-    const auto w0 = n.window_bytes();
-    n.on_ack({4096, 30'000, true, 100'000});  // delay 20 µs ≥ target 7.5 µs
-    const auto w1 = n.window_bytes();
-    CHECK(w1 < w0);
-    n.on_ack({4096, 30'000, true, 101'000});  // same base RTT: no second cut
-    CHECK(n.window_bytes() == w1);
-    n.on_ack({4096, 30'000, true, 111'000});
-    CHECK(n.window_bytes() < w1);
+TEST_CASE("make_cc__each_registration_builds_its_algorithm", "[unit][core]") {
+    for (const CcAlgorithmInfo* a : cc_algorithms()) {
+        CcConfig c;
+        c.algorithm = a->id;
+        const auto cc = make_cc(c, 8, 4096, 2'000);
+        REQUIRE(cc != nullptr);
+        CHECK(cc->window_bytes() >= 4096);
+        // The engine's credit path is for the algorithm whose sender is a Credit.
+        CHECK(a->receiver_credit == (dynamic_cast<Credit*>(cc.get()) != nullptr));
+    }
+    CcConfig unknown;
+    unknown.algorithm = static_cast<CcAlgorithm>(200);
+    CHECK(make_cc(unknown, 8, 4096) == nullptr);
 }
 
-TEST_CASE("Nscc::on_ack__ecn_below_target_holds", "[unit][core]") {
-    Nscc n(cfg(), 8, 4096);
-    n.on_ack({4096, 30'000, true, 100'000});
-    const auto w = n.window_bytes();
-    n.on_ack({4096, 12'000, true, 200'000});  // delay 2 µs < target
-    CHECK(n.window_bytes() == w);
-}
-
-TEST_CASE("Nscc::on_ack__increase_without_ecn", "[unit][core]") {
-    Nscc n(cfg(), 8, 4096);
-    n.on_ack({4096, 30'000, true, 100'000});
-    const auto w = n.window_bytes();
-    n.on_ack({4096, 11'000, false, 200'000});  // proportional increase
-    const auto w2 = n.window_bytes();
-    CHECK(w2 > w);
-    n.on_ack({4096, 40'000, false, 300'000});  // fair increase: smaller step
-    CHECK(n.window_bytes() > w2);
-    CHECK(n.window_bytes() - w2 < w2 - w);
-}
-
-TEST_CASE("Nscc::on_ack__no_rtt_sample_is_a_fair_increase_not_a_proportional_one", "[unit][core]") {
-    // A SACK that echoes no timestamp (a sweep's follow-up reporting old
-    // arrivals late) says nothing of the delay now: the window grows as
-    // over target (one MTU per window), not as far below it.
-    Nscc a(cfg(), 8, 4096), b(cfg(), 8, 4096);
-    a.on_ack({4096, 30'000, true, 100'000});
-    b.on_ack({4096, 30'000, true, 100'000});
-    const auto w = a.window_bytes();
-    a.on_ack({65536, 0, false, 200'000});       // no RTT sample
-    b.on_ack({65536, 40'000, false, 200'000});  // over target
-    CHECK(a.window_bytes() == b.window_bytes());
-    CHECK(a.window_bytes() - w < 4096);
-}
-
-TEST_CASE("Nscc::on_trim__quick_adapt_to_delivered_bytes", "[unit][core]") {
-    Nscc n(cfg(), 8, 4096);
-    for (int i = 0; i < 10; ++i) n.on_ack({4096, 10'000, false, 100'000 + static_cast<std::uint64_t>(i) * 100});
-    n.on_trim(105'000);
-    CHECK(n.window_bytes() == 40960);  // what was delivered this RTT
-    n.on_trim(106'000);                // at most once per RTT
-    CHECK(n.window_bytes() == 40960);
-    n.on_loss(200'000);
-    CHECK(n.window_bytes() >= 4096);
+TEST_CASE("CcAlgorithmInfo__wire_code_and_needs", "[unit][core]") {
+    CHECK(find_cc(CcAlgorithm::credit)->seth_cc_type == omrc::wire::mrc::kSethCcTypeCredit);
+    CHECK(find_cc(CcAlgorithm::nscc)->seth_cc_type == omrc::wire::mrc::kSethCcTypeNscc);
+    CHECK(find_cc(CcAlgorithm::hpcc)->needs_telemetry);
+    CHECK_FALSE(find_cc(CcAlgorithm::dcqcn)->needs_telemetry);
 }

@@ -249,3 +249,27 @@ TEST_CASE("Engine::on_rx__qpn_beyond_the_table_is_no_qp", "[unit][core]") {
     CHECK(pair.engines[1]->stats().rx_drops[static_cast<std::size_t>(DropReason::no_qp)] == 1);
     CHECK(pair.engines[1]->find_qp(0x00FFF) == nullptr);
 }
+
+TEST_CASE("Engine::modify_qp__an_unregistered_algorithm_or_policy_is_einval", "[unit][core]") {
+    // The registries (lib/core/cc.hpp, path_policy.hpp) are the engine's
+    // word on what exists: a value neither lists is refused, not mapped to one.
+    EnginePair pair;
+    Engine& e = *pair.engines[0];
+    const std::uint32_t qpn = e.submit(CmdCreateQp{}, pair.now).qpn;
+    QpAttr a;
+    a.access_flags = kAccessRemoteWrite;
+    REQUIRE(e.submit(CmdModifyQp{qpn, QpState::init, a, kAttrAccess}, pair.now).err == 0);
+    a.peer_addr = EnginePair::addr(1);
+    const std::uint32_t rtr = kAttrDestQpn | kAttrRqPsn | kAttrPath | kAttrMtu;
+    QpAttr bad_policy = a;
+    bad_policy.policy = static_cast<PathPolicy>(200);
+    CHECK(e.submit(CmdModifyQp{qpn, QpState::rtr, bad_policy, rtr}, pair.now).err == EINVAL);
+    QpAttr bad_cc = a;
+    bad_cc.cc.algorithm = static_cast<CcAlgorithm>(200);
+    CHECK(e.submit(CmdModifyQp{qpn, QpState::rtr, bad_cc, rtr}, pair.now).err == EINVAL);
+    REQUIRE(e.submit(CmdModifyQp{qpn, QpState::rtr, a, rtr}, pair.now).err == 0);
+    CHECK(e.submit(CmdModifyQp{qpn, QpState::rts, bad_cc, kAttrSqPsn | kAttrCc}, pair.now).err == EINVAL);
+    CHECK(e.qp_info(qpn).state == QpState::rtr);
+    CHECK(e.submit(CmdModifyQp{qpn, QpState::rts, a, kAttrSqPsn | kAttrCc}, pair.now).err == 0);
+    CHECK(e.find_qp(qpn)->cc_info == find_cc(CcAlgorithm::nscc));
+}
