@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 
 #include "driver/args.hpp"
+#include "drivers/dpdk/dpdk_driver.hpp"
 #include "omrc/dpdk.hpp"
 #include "omrc/omrc.hpp"
 #include "dpdk/dpdk_env.hpp"
@@ -183,6 +184,7 @@ std::uint64_t counter(const Device& d, const std::string& name) {
 /// Kernel tap interfaces for two devices of two planes, plane by plane
 /// wired to each other.
 struct TapWires {
+    char first_side = 'a', second_side = 'b';  ///< the tag letters of the two devices' taps
     std::string iface(char side, std::uint32_t plane) const { return tap_iface(std::string(1, side), plane); }
     std::string vdevs(char side, int first) const {
         std::string v;
@@ -198,7 +200,7 @@ struct TapWires {
         return v;
     }
     void wire() const {
-        for (std::uint32_t p = 0; p < kPlanes; ++p) wire_taps(iface('a', p), iface('b', p));
+        for (std::uint32_t p = 0; p < kPlanes; ++p) wire_taps(iface(first_side, p), iface(second_side, p));
     }
 };
 
@@ -275,4 +277,179 @@ TEST_CASE("dpdk: a device attaches to an EAL the application initialised", "[dpd
     CHECK(r.completions == 8);
     check_transfer(r);
     (void)before;
+}
+
+namespace {
+
+/// Sums of the workers' exchange counters of a device (stats_json's per_worker).
+struct Handed {
+    std::uint64_t foreign = 0, copies = 0, handed = 0, own = 0, no_qp = 0;
+};
+Handed handed(const Device& d) {
+    const auto s = nlohmann::json::parse(d.stats_json());
+    Handed h;
+    for (const auto& w : s["device"]["per_worker"]) {
+        h.foreign += w["exchange"]["rx_foreign"].get<std::uint64_t>();
+        h.copies += w["exchange"]["endpoint_copies"].get<std::uint64_t>();
+        h.handed += w["exchange"]["handed_in"].get<std::uint64_t>();
+        h.own += w["exchange"]["rx_own"].get<std::uint64_t>();
+        h.no_qp += w["engine"]["rx_drops"]["no_qp"].get<std::uint64_t>();
+    }
+    return h;
+}
+
+/// Two WRITE transfers between devices of two workers: QP 0 of A on
+/// worker 0 with its peer on B's worker 1, QP 1 the other way round, so that
+/// every frame a port delivers on the queue of the sender's worker belongs
+/// to the other worker.
+void crossed_transfers(Device& a, Device& b, std::uint32_t mtu) {
+    for (int w = 0; w < 2; ++w) {
+        TransferSpec spec;
+        spec.bytes = 8u << 20;
+        spec.msg_bytes = 256u << 10;
+        spec.depth = 16;
+        spec.seed = 70 + static_cast<std::uint64_t>(w);
+        spec.qp.timeout_ns = 2'000'000'000;
+        spec.qp.evs = 16;
+        spec.qp.mtu_bytes = mtu;
+        spec.qp.path_policy = PathPolicy::spray;
+        spec.timeout = std::chrono::seconds(120);
+        spec.worker_a = w;
+        spec.worker_b = 1 - w;
+        const TransferResult r = transfer(a, b, spec);
+        check_transfer(r);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("dpdk: two workers over net_memif, QPs on both, frames for the other worker handed over, byte-exact",
+          "[dpdk]") {
+    auto a = open_dpdk(memif_ports(0, 60), 81, {{"vdevs", memif_vdevs(0, 60)}});
+    auto b = open_dpdk(memif_ports(1, 60), 82, {{"vdevs", memif_vdevs(1, 60)}});
+    // (open_dpdk opens one worker: these are the two-worker devices.)
+    a.reset();
+    b.reset();
+    auto open2 = [](int side, std::uint64_t seed) {
+        DeviceOptions o;
+        o.args["eal"] = dpdk_eal_args();
+        o.args["ports"] = memif_ports(side, 60);
+        o.seed = seed;
+        o.workers = 2;
+        o.min_ev_timeout_ns = 50'000'000;  // time-shared CI cores
+        o.worker_sleep_ns = 20'000;
+        int err = -1;
+        auto dev = Device::open("dpdk", o, &err);
+        REQUIRE(err == 0);
+        return dev;
+    };
+    a = open2(0, 83);
+    b = open2(1, 84);
+    REQUIRE(wait_links(*a, *b));
+    crossed_transfers(*a, *b, 4096);
+    const auto jb = nlohmann::json::parse(b->stats_json());
+    CHECK(jb["device"]["steering"]["method"] == "memif_queue_pairs");
+    CHECK(jb["device"]["worker_threads"] == true);
+    for (const Device* d : {a.get(), b.get()}) {
+        const Handed h = handed(*d);
+        CAPTURE(h.foreign, h.copies, h.handed, h.own);
+        // memif delivers on the queue the peer sent from: the other worker's.
+        CHECK(h.foreign > 0);
+        CHECK(h.handed == h.foreign + h.copies);
+        CHECK(h.no_qp == 0);
+    }
+    // Every queue of every port carried frames.
+    const auto& c = jb["device"]["per_worker"];
+    REQUIRE(c.size() == 2);
+    for (const auto& w : c) CHECK(w["driver"]["counters"]["plane0.rx_frames"].get<std::uint64_t>() > 0);
+}
+
+TEST_CASE("dpdk: two workers over net_tap: rte_flow on BTH.DestQP where the kernel allows it, else dispatch",
+          "[dpdk_tap]") {
+    TapWires w{'e', 'f'};
+    auto open2 = [&](char side, int first, std::uint64_t seed) {
+        DeviceOptions o;
+        o.args["eal"] = dpdk_eal_args();
+        o.args["vdevs"] = w.vdevs(side, first);
+        o.args["ports"] = w.ports(first);
+        o.args["mtu"] = "1024";
+        o.seed = seed;
+        o.workers = 2;
+        o.min_ev_timeout_ns = 50'000'000;
+        o.worker_sleep_ns = 20'000;
+        int err = -1;
+        auto dev = Device::open("dpdk", o, &err);
+        REQUIRE(err == 0);
+        return dev;
+    };
+    auto a = open2('e', 40, 91);  // taps of their own: the case before left 'a' and 'b' in place
+    auto b = open2('f', 50, 92);
+    w.wire();
+    REQUIRE(wait_links(*a, *b));
+    crossed_transfers(*a, *b, 1024);
+    const auto jb = nlohmann::json::parse(b->stats_json());
+    const std::string method = jb["device"]["steering"]["method"];
+    CAPTURE(method);
+    CHECK((method == "rte_flow" || method == "rss" || method == "kernel_hash"));
+    for (const Device* d : {a.get(), b.get()}) {
+        const Handed h = handed(*d);
+        CAPTURE(h.foreign, h.copies, h.handed, h.own);
+        CHECK(h.handed == h.foreign + h.copies);
+        if (method == "rte_flow") CHECK(h.foreign == 0);
+    }
+}
+
+TEST_CASE("dpdk: a port that cannot carry the RDMA MTU fails the open and names the MTU that fits", "[dpdk_tap]") {
+    dpdk::DpdkOptions o;
+    o.eal = dpdk_eal_args();
+    o.vdevs.push_back("net_tap70,iface=" + tap_iface("m", 70));
+    o.ports.push_back("net_tap70");
+    o.mtu = 4096;  // a tap takes 1518-byte frames
+    std::unique_ptr<dpdk::DpdkDriver> drv;
+    std::string error;
+    CHECK(dpdk::DpdkDriver::open(o, drv, error) == EINVAL);
+    INFO(error);
+    CHECK(error.find("takes frames of at most") != std::string::npos);
+    CHECK(error.find("set mtu=") != std::string::npos);
+    // The port is free again, and opens with an MTU it carries.
+    o.mtu = 1024;
+    CHECK(dpdk::DpdkDriver::open(o, drv, error) == 0);
+    REQUIRE(drv != nullptr);
+    CHECK(drv->ports()[0]->mtu >= 1024);
+}
+
+TEST_CASE("dpdk: zero-copy WRITEs over net_af_packet through registered memory, byte-exact", "[dpdk_tap]") {
+    // Two veth pairs, one per plane; each device's port p is an af_packet
+    // socket on one end of pair p.
+    const std::string tag = "v" + std::to_string(::getpid() % 10000);
+    for (std::uint32_t p = 0; p < kPlanes; ++p) {
+        const std::string x = tag + "a" + std::to_string(p), y = tag + "b" + std::to_string(p);
+        dpdk_sh("ip link add " + x + " type veth peer name " + y);
+        dpdk_sh("ip link set " + x + " up && ip link set " + y + " up");
+    }
+    auto open_side = [&](char side, int first, std::uint64_t seed) {
+        std::string vdevs, ports;
+        for (std::uint32_t p = 0; p < kPlanes; ++p) {
+            const std::string name = "net_af_packet" + std::to_string(first + static_cast<int>(p));
+            vdevs += (p ? ";" : "") + name + ",iface=" + tag + side + std::to_string(p) +
+                     ",blocksz=4096,framesz=2048,framecnt=512,qdisc_bypass=1";
+            ports += (p ? "," : "") + name;
+        }
+        return open_dpdk(ports, seed, {{"vdevs", vdevs}, {"zero_copy", "1"}, {"mtu", "1024"}});
+    };
+    auto a = open_side('a', 0, 101);
+    auto b = open_side('b', 10, 102);
+    REQUIRE(wait_links(*a, *b));
+    const TransferResult r = write_transfer(*a, *b, 16u << 20, 1u << 20, 11, 1024);
+    check_transfer(r);
+    const auto ja = nlohmann::json::parse(a->stats_json());
+    const auto& c = ja["driver"]["counters"];
+    INFO(ja["driver"].dump());
+    // Sent from the registered pages, none copied for want of a registration.
+    CHECK(c["plane0.tx_zero_copy"].get<std::uint64_t>() > 0);
+    CHECK(c["plane0.tx_copied_unregistered"].get<std::uint64_t>() == 0);
+    CHECK(c["tx_released"].get<std::uint64_t>() == c["tx_accepted"].get<std::uint64_t>());
+    a.reset();
+    b.reset();
+    for (std::uint32_t p = 0; p < kPlanes; ++p) dpdk_sh("ip link del " + tag + "a" + std::to_string(p));
 }

@@ -95,6 +95,9 @@ struct TransferSpec {
     /// (real-time drivers); otherwise the caller's thread progresses both.
     bool peer_thread = false;
     std::chrono::milliseconds timeout{60'000};  ///< wall clock, the whole transfer
+    /// The workers of the two QPs (QpInitAttr::worker; -1: the devices' turn).
+    int worker_a = -1;
+    int worker_b = -1;
 };
 
 /// The receive the last WRITE's immediate consumes.
@@ -210,8 +213,10 @@ private:
         QpInitAttr ia;
         ia.cap = spec_.cap;
         ia.send_cq = ia.recv_cq = ca_.get();
+        ia.worker = spec_.worker_a;
         qa_ = pa_->create_qp(ia, &err);
         ia.send_cq = ia.recv_cq = cb_.get();
+        ia.worker = spec_.worker_b;
         qb_ = pb_->create_qp(ia, &err);
         if (!qa_ || !qb_) return fail("create_qp", err);
         smr_ = pa_->reg_mr(src_.data(), src_.size(), AccessFlags::local_write, &err);
