@@ -10,6 +10,7 @@
 #include <rte_mempool.h>
 
 #include "drivers/dpdk/dpdk_driver.hpp"
+#include "drivers/dpdk/iova.hpp"
 #include "drivers/dpdk/eal.hpp"
 #include "log/log.hpp"
 #include "wire/ethernet.hpp"
@@ -26,39 +27,6 @@ constexpr std::uint8_t kNextHopByHop = 0;
 constexpr std::uint8_t kNextIcmpv6 = 58;
 /// Payload smaller than this is copied: cheaper than chaining.
 constexpr std::size_t kZeroCopyMinBytes = 256;
-
-/// One piece of payload at its IOVA.
-struct Piece {
-    const std::uint8_t* va = nullptr;
-    std::uint32_t len = 0;
-    rte_iova_t iova = 0;
-};
-
-/// Splits segment [va, va+len) of region `r` into pieces contiguous in IOVA.
-/// Returns false when there would be more than `room`.
-bool pieces_of(const MemRegion& r, const std::uint8_t* va, std::uint32_t len, std::vector<Piece>& out,
-               std::size_t room) {
-    const auto a = reinterpret_cast<std::uintptr_t>(va);
-    if (r.iova_is_va) {
-        if (out.size() >= room) return false;
-        out.push_back({va, len, static_cast<rte_iova_t>(a)});
-        return true;
-    }
-    std::uintptr_t at = a;
-    const std::uintptr_t end = a + len;
-    while (at < end) {
-        const std::size_t page = (at - r.start) / r.page;
-        const rte_iova_t iova = r.iova[page] + (at - r.start) % r.page;
-        std::uintptr_t run_end = std::min<std::uintptr_t>(end, r.start + (page + 1) * r.page);
-        // Following pages whose IOVA continues this one's stay in the piece.
-        for (std::size_t next = page + 1; run_end < end && r.iova[next] == r.iova[next - 1] + r.page; ++next)
-            run_end = std::min<std::uintptr_t>(end, r.start + (next + 1) * r.page);
-        if (out.size() >= room) return false;
-        out.push_back({reinterpret_cast<const std::uint8_t*>(at), static_cast<std::uint32_t>(run_end - at), iova});
-        at = run_end;
-    }
-    return true;
-}
 
 }  // namespace
 

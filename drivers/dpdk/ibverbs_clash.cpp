@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace omrc::dpdk {
@@ -24,13 +25,18 @@ std::string read_line(const std::filesystem::path& p) {
     return s;
 }
 
-/// OpenMRC's ibverbs directory: <libdir>/openmrc/ibverbs (installed) or
-/// <build>/lib/openmrc/ibverbs (in the tree), holding libibverbs.so.1.
-bool is_openmrc_ibverbs_dir(const std::filesystem::path& dir) {
+/// OpenMRC's libibverbs.so.1: in OpenMRC's ibverbs directory
+/// (<libdir>/openmrc/ibverbs installed, <build>/lib/openmrc/ibverbs in the
+/// tree), or anywhere when the file needs libomrc.so (its dynamic section
+/// names it; rdma-core's does not).
+bool is_openmrc_ibverbs(const std::filesystem::path& lib) {
     std::error_code ec;
-    const std::filesystem::path real = std::filesystem::weakly_canonical(dir, ec);
-    const std::filesystem::path& d = ec ? dir : real;
-    return d.filename() == "ibverbs" && d.parent_path().filename() == "openmrc";
+    const std::filesystem::path real = std::filesystem::weakly_canonical(lib.parent_path(), ec);
+    const std::filesystem::path& d = ec ? lib.parent_path() : real;
+    if (d.filename() == "ibverbs" && d.parent_path().filename() == "openmrc") return true;
+    std::ifstream in(lib, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return bytes.find("libomrc.so") != std::string::npos;
 }
 
 int find_loaded(dl_phdr_info* info, std::size_t, void* data) {
@@ -97,24 +103,27 @@ std::vector<std::string> mlx5_devices_probed(const std::vector<PciDevice>& devic
     return out;
 }
 
-std::string openmrc_ibverbs_path() {
+std::string openmrc_ibverbs_path(const std::string& loaded, const std::string& ld_library_path) {
     // Loaded already: the soname is taken, whatever LD_LIBRARY_PATH says.
-    std::string loaded;
-    dl_iterate_phdr(&find_loaded, &loaded);
-    if (!loaded.empty()) return is_openmrc_ibverbs_dir(std::filesystem::path(loaded).parent_path()) ? loaded : "";
+    if (!loaded.empty()) return is_openmrc_ibverbs(loaded) ? loaded : "";
     // Not loaded: the PMD's dlopen will search LD_LIBRARY_PATH first.
-    const char* env = std::getenv("LD_LIBRARY_PATH");
-    if (env == nullptr) return "";
-    std::stringstream ss(env);
+    std::stringstream ss(ld_library_path);
     std::string dir;
     while (std::getline(ss, dir, ':')) {
         if (dir.empty()) continue;
         std::error_code ec;
         const std::filesystem::path lib = std::filesystem::path(dir) / "libibverbs.so.1";
         if (!std::filesystem::exists(lib, ec)) continue;
-        return is_openmrc_ibverbs_dir(dir) ? lib.string() : "";  // the first one found is the one loaded
+        return is_openmrc_ibverbs(lib) ? lib.string() : "";  // the first one found is the one loaded
     }
     return "";
+}
+
+std::string openmrc_ibverbs_path() {
+    std::string loaded;
+    dl_iterate_phdr(&find_loaded, &loaded);
+    const char* env = std::getenv("LD_LIBRARY_PATH");
+    return openmrc_ibverbs_path(loaded, env != nullptr ? env : "");
 }
 
 int check_ibverbs_clash(const std::vector<std::string>& eal_args, std::string& error) {

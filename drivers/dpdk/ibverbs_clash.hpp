@@ -37,8 +37,12 @@ struct PciDevice {
                                                           const std::vector<std::string>& eal_args);
 
 /// The path of the libibverbs.so.1 the mlx5 PMD would bind to when it is
-/// OpenMRC's (one loaded in this process, or the first on LD_LIBRARY_PATH
-/// whose directory is an OpenMRC ibverbs directory), else "".
+/// OpenMRC's, else "": `loaded` (the libibverbs this process has loaded, ""
+/// for none) when there is one, else the first libibverbs.so.1 in the
+/// directories of `ld_library_path`; OpenMRC's when it lies in an OpenMRC
+/// ibverbs directory (<...>/openmrc/ibverbs) or needs libomrc.so.
+[[nodiscard]] std::string openmrc_ibverbs_path(const std::string& loaded, const std::string& ld_library_path);
+/// The same for this process (dl_iterate_phdr, $LD_LIBRARY_PATH).
 [[nodiscard]] std::string openmrc_ibverbs_path();
 
 /// 0, or ENOTSUP with `error` naming the devices, the library and the routes

@@ -14,7 +14,13 @@
 
 namespace omrc::test {
 
-inline std::string dpdk_eal_args() { return "--no-huge -m 2048 --no-pci --log-level=*:warning"; }
+/// The tests' EAL arguments, and $OMRC_TEST_EAL_EXTRA after them (run_tap.sh
+/// runs the zero-copy cases again with --iova-mode=pa).
+inline std::string dpdk_eal_args() {
+    std::string args = "--no-huge -m 2048 --no-pci --log-level=*:warning";
+    if (const char* extra = std::getenv("OMRC_TEST_EAL_EXTRA"); extra != nullptr && *extra != 0) args += std::string(" ") + extra;
+    return args;
+}
 
 inline int dpdk_sh(const std::string& cmd) {
     const int rc = std::system(cmd.c_str());

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -24,6 +26,8 @@
 
 #include "driver/args.hpp"
 #include "drivers/dpdk/dpdk_driver.hpp"
+#include "drivers/dpdk/iova.hpp"
+#include "drivers/dpdk/ibverbs_clash.hpp"
 #include "omrc/dpdk.hpp"
 #include "omrc/omrc.hpp"
 #include "dpdk/dpdk_env.hpp"
@@ -445,11 +449,72 @@ TEST_CASE("dpdk: zero-copy WRITEs over net_af_packet through registered memory, 
     const auto ja = nlohmann::json::parse(a->stats_json());
     const auto& c = ja["driver"]["counters"];
     INFO(ja["driver"].dump());
-    // Sent from the registered pages, none copied for want of a registration.
+    // Sent from the registered pages, none copied for want of a registration
+    // (in IOVA-as-PA mode at each page's physical address).
+    WARN("af_packet zero copy with IOVA as " << (rte_eal_iova_mode() == RTE_IOVA_PA ? "PA" : "VA") << ": "
+                                              << c["plane0.tx_zero_copy"] << " frames, "
+                                              << c["plane0.tx_split_segments"] << " segments split at pages");
     CHECK(c["plane0.tx_zero_copy"].get<std::uint64_t>() > 0);
     CHECK(c["plane0.tx_copied_unregistered"].get<std::uint64_t>() == 0);
     CHECK(c["tx_released"].get<std::uint64_t>() == c["tx_accepted"].get<std::uint64_t>());
     a.reset();
     b.reset();
     for (std::uint32_t p = 0; p < kPlanes; ++p) dpdk_sh("ip link del " + tag + "a" + std::to_string(p));
+}
+
+TEST_CASE("dpdk: payload pieces follow the IOVA of registered pages (VA one piece, PA cut where pages do not follow)",
+          "[dpdk]") {
+    alignas(4096) static std::uint8_t mem[4 * 4096];
+    dpdk::MemRegion r;
+    r.start = reinterpret_cast<std::uintptr_t>(mem);
+    r.len = sizeof mem;
+    r.page = 4096;
+    std::vector<dpdk::Piece> out;
+    REQUIRE(dpdk::pieces_of(r, mem + 100, 9000, out, 16));
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].iova == reinterpret_cast<std::uintptr_t>(mem + 100));
+    CHECK(out[0].len == 9000);
+    // PA: pages 0 and 1 contiguous, 2 elsewhere, 3 right after 2.
+    r.iova_is_va = false;
+    r.iova = {0x100000, 0x101000, 0x500000, 0x501000};
+    out.clear();
+    REQUIRE(dpdk::pieces_of(r, mem + 100, 4 * 4096 - 200, out, 16));
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].va == mem + 100);
+    CHECK(out[0].iova == 0x100000 + 100);
+    CHECK(out[0].len == 2 * 4096 - 100);
+    CHECK(out[1].va == mem + 2 * 4096);
+    CHECK(out[1].iova == 0x500000);
+    CHECK(out[1].len == 2 * 4096 - 100);
+    std::uint32_t total = 0;
+    for (const auto& p : out) total += p.len;
+    CHECK(total == 4 * 4096 - 200);
+    // No room: nothing appended.
+    out.clear();
+    CHECK_FALSE(dpdk::pieces_of(r, mem + 100, 4 * 4096 - 200, out, 1));
+    CHECK(out.empty());
+}
+
+TEST_CASE("dpdk: ConnectX ports under OpenMRC's libibverbs are found before the EAL probes", "[dpdk]") {
+    const std::vector<dpdk::PciDevice> devs{{"0000:17:00.0", "0x15b3", "mlx5_core"},
+                                            {"0000:17:00.1", "0x15b3", "mlx5_core"},
+                                            {"0000:31:00.0", "0x8086", "ice"},
+                                            {"0000:4b:00.0", "0x15b3", "vfio-pci"}};
+    using V = std::vector<std::string>;
+    CHECK(dpdk::mlx5_devices_probed(devs, {"omrc", "--no-huge"}) == V{"0000:17:00.0", "0000:17:00.1"});
+    CHECK(dpdk::mlx5_devices_probed(devs, {"omrc", "--no-pci"}).empty());
+    CHECK(dpdk::mlx5_devices_probed(devs, {"omrc", "-a", "17:00.1"}) == V{"0000:17:00.1"});
+    CHECK(dpdk::mlx5_devices_probed(devs, {"omrc", "-a", "0000:31:00.0"}).empty());
+    CHECK(dpdk::mlx5_devices_probed(devs, {"omrc", "-b", "0000:17:00.0", "--block=17:00.1"}).empty());
+    // Whose libibverbs.so.1 the PMD would load.
+    const std::string dir = "/tmp/omrc-clash-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir + "/lib/openmrc/ibverbs");
+    std::filesystem::create_directories(dir + "/sys");
+    for (const std::string d : {dir + "/lib/openmrc/ibverbs", dir + "/sys"}) std::ofstream(d + "/libibverbs.so.1") << "";
+    CHECK(dpdk::openmrc_ibverbs_path("", dir + "/lib/openmrc/ibverbs") == dir + "/lib/openmrc/ibverbs/libibverbs.so.1");
+    CHECK(dpdk::openmrc_ibverbs_path("", dir + "/sys:" + dir + "/lib/openmrc/ibverbs").empty());  // rdma-core's first
+    CHECK(dpdk::openmrc_ibverbs_path("/usr/lib/x86_64-linux-gnu/libibverbs.so.1", dir + "/lib/openmrc/ibverbs").empty());
+    CHECK(dpdk::openmrc_ibverbs_path(dir + "/lib/openmrc/ibverbs/libibverbs.so.1", "") ==
+          dir + "/lib/openmrc/ibverbs/libibverbs.so.1");
+    std::filesystem::remove_all(dir);
 }
