@@ -273,6 +273,8 @@ public:
 
     /// The ports (shared by the device's queues).
     [[nodiscard]] const std::vector<std::unique_ptr<Port>>& ports() const noexcept { return ports_->ports(); }
+    /// What the device's queues share (tests raise port events through it).
+    [[nodiscard]] DpdkPorts& shared() const noexcept { return *ports_; }
     [[nodiscard]] std::uint32_t queue() const noexcept { return queue_; }
 
 private:

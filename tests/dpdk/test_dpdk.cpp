@@ -518,3 +518,58 @@ TEST_CASE("dpdk: ConnectX ports under OpenMRC's libibverbs are found before the 
           dir + "/lib/openmrc/ibverbs/libibverbs.so.1");
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("dpdk: port events off the data path: removal takes the plane away for good, a reset pauses every queue "
+          "and runs rte_eth_dev_reset", "[dpdk]") {
+    dpdk::DpdkOptions o[2];
+    std::unique_ptr<dpdk::DpdkDriver> d[2];
+    for (int side = 0; side < 2; ++side) {
+        o[side].eal = dpdk_eal_args();
+        o[side].link_poll_ns = 0;
+        const std::string vdevs = memif_vdevs(side, 70), ports = memif_ports(side, 70);  // split() views them
+        for (const std::string_view v : driver::split(vdevs, ';')) o[side].vdevs.emplace_back(v);
+        for (const std::string_view p : driver::split(ports, ',')) o[side].ports.emplace_back(p);
+        std::string error;
+        const int rc = dpdk::DpdkDriver::open(o[side], d[side], error);
+        INFO(error);
+        REQUIRE(rc == 0);
+    }
+    std::vector<driver::LinkEvent> ev(8);
+    auto up_within = [&](dpdk::DpdkDriver& x, std::uint32_t plane, bool up) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (std::chrono::steady_clock::now() < until) {
+            (void)x.rx_burst({}, 0);
+            (void)d[1]->rx_burst({}, 0);
+            if (x.link_up(plane) == up) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return false;
+    };
+    REQUIRE(up_within(*d[0], 0, true));
+    REQUIRE(up_within(*d[0], 1, true));
+    while (d[0]->poll_link_events(ev) != 0) {}
+    dpdk::DpdkPorts& a = d[0]->shared();
+    // Removal (RTE_ETH_EVENT_INTR_RMV, as the PMD raises it): down, and it stays down.
+    a.on_event(a.ports()[1]->id, RTE_ETH_EVENT_INTR_RMV);
+    CHECK_FALSE(d[0]->link_up(1));
+    REQUIRE(d[0]->poll_link_events(ev) == 1);
+    CHECK(ev[0].plane == 1);
+    CHECK_FALSE(ev[0].up);
+    CHECK_FALSE(up_within(*d[0], 1, true));  // the alarm's polls do not bring it back
+    // A reset request: the queue stops using the port at its next pass, the
+    // alarm resets it; the port either comes back (a PMD with dev_reset) or,
+    // where the PMD cannot reset, stays down for good: never half-used.
+    a.on_event(a.ports()[0]->id, RTE_ETH_EVENT_INTR_RESET);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < until && a.ports()[0]->reset_requested.load()) {
+        (void)d[0]->rx_burst({}, 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHECK_FALSE(a.ports()[0]->reset_requested.load());
+    const bool reset = a.ports()[0]->resets.load() == 1 && !a.ports()[0]->removed.load();
+    const bool gone = a.ports()[0]->removed.load();
+    WARN("memif after a reset request: " << (reset ? "reset and back" : gone ? "stays down (no dev_reset)" : "?"));
+    CHECK((reset || gone));
+    if (reset) CHECK(up_within(*d[0], 0, true));
+    else CHECK_FALSE(d[0]->link_up(0));
+}
