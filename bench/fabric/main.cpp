@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
     app.add_flag("--json", json, "print the summary as one JSON object");
     app.add_option("--out", out, "directory for CSV series, summary.json and PNG plots");
     app.add_option("--seed", seed, "seed, overrides the scenario");
+    std::uint32_t workers = 0;
+    app.add_option("--workers", workers, "engines per NIC (a device's workers, each QP on one), overrides the scenario")
+        ->check(CLI::Range(1, 16));
     CLI11_PARSE(app, argc, argv);
     try {
         omrc::sim::ScenarioConfig cfg = omrc::fabric::load_scenario(scenario);
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
         if (!cc.empty()) cfg.cc.algorithm = omrc::fabric::parse_cc(cc);
         if (!routing.empty()) cfg.routing = omrc::fabric::parse_routing(routing);
         if (seed >= 0) cfg.seed = static_cast<std::uint64_t>(seed);
+        if (workers != 0) cfg.sim.workers = workers;
         const omrc::sim::Result r = omrc::sim::run_scenario(cfg);
         if (json) std::cout << omrc::fabric::summary_json(cfg, r).dump() << "\n";
         else std::cout << omrc::fabric::summary_text(cfg, r);

@@ -36,6 +36,7 @@ nlohmann::json summary_json(const sim::ScenarioConfig& cfg, const sim::Result& r
                        ? "ecmp"
                        : sim::to_string(cfg.routing);
     j["seed"] = cfg.seed;
+    j["workers"] = cfg.sim.workers;
     j["completed"] = r.completed;
     j["hosts"] = r.hosts;
     j["planes"] = r.planes;

@@ -69,10 +69,16 @@ sim::Tier parse_tier(const std::string& s, const std::string& where) {
 sim::ScenarioConfig from_json(const json& root, const std::string& file) {
     sim::ScenarioConfig c;
     only(root, file, {"name", "seed", "policy", "plan_reaction_us", "rnl", "routing", "max_time_us", "carry_payload",
-                      "topology", "queues", "workload", "cc", "qp", "failures", "output", "ddc"});
+                      "topology", "queues", "workload", "cc", "qp", "failures", "output", "ddc", "workers"});
     get(root, "name", c.name, file);
     get(root, "seed", c.seed, file);
     if (root.contains("policy")) c.policy = parse_policy(root["policy"].get<std::string>());
+    // Engines per NIC, as a device's workers (each QP on one of them).
+    if (root.contains("workers")) {
+        const std::int64_t w = root["workers"].get<std::int64_t>();
+        if (w < 1 || w > 16) fail(file + ".workers", "must be 1..16");
+        c.sim.workers = static_cast<std::uint32_t>(w);
+    }
     if (root.contains("routing")) {
         try {
             c.routing = parse_routing(root["routing"].get<std::string>());

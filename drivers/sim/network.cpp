@@ -92,7 +92,15 @@ std::uint32_t Simulator::add_nic(std::uint32_t host, const core::EngineConfig& e
     Nic n;
     n.host = host;
     n.first_port = static_cast<std::uint32_t>(ports_.size());
-    n.engine = std::make_unique<core::Engine>(ecfg, memory);
+    const std::uint32_t workers = std::clamp<std::uint32_t>(cfg_.workers, 1, 1u << core::kMaxShardBits);
+    n.shard_bits = core::shard_bits_for(workers);
+    for (std::uint32_t w = 0; w < workers; ++w) {
+        core::EngineConfig c = ecfg;
+        c.shard = w;
+        c.shard_bits = n.shard_bits;
+        c.seed = ecfg.seed + w;  // engine 0 draws what a one-worker NIC draws
+        n.engines.push_back(std::make_unique<core::Engine>(c, memory));
+    }
     dscp_data_ = ecfg.dscp_data;
     const auto id = static_cast<std::uint32_t>(nics_.size());
     nics_.push_back(std::move(n));
@@ -345,7 +353,7 @@ void Simulator::set_switch(std::uint32_t sw, bool alive) {
 
 void Simulator::set_nic_port(std::uint32_t nic, std::uint32_t plane, bool up) {
     set_link(nic_port(nic, plane), up);
-    nics_[nic].engine->submit(core::CmdLinkChange{plane, up}, now_ns());
+    for (auto& e : nics_[nic].engines) e->submit(core::CmdLinkChange{plane, up}, now_ns());
     after_engine(nic);
 }
 

@@ -169,7 +169,13 @@ struct DdcStats {
 };
 
 struct Nic {
-    std::unique_ptr<core::Engine> engine;
+    /// One engine per worker (SimConfig::workers): a QP's QPN names its
+    /// engine (core::qpn_shard), frames are routed to it as a device's
+    /// workers route them (runtime/frame_exchange.hpp), and the NIC's ports
+    /// take frames from every engine in turn.
+    std::vector<std::unique_ptr<core::Engine>> engines;
+    std::uint32_t shard_bits = 0;   ///< core::shard_bits_for(engines.size())
+    std::uint32_t next_shard = 0;   ///< round-robin QP placement and transmit turn
     std::uint32_t host = 0;
     std::uint32_t first_port = 0;   ///< global index of its plane-0 port
     std::uint32_t queued = 0;       ///< frames in its port queues not yet serialising
@@ -183,6 +189,7 @@ struct SimConfig {
     std::uint32_t wire_overhead_bytes = 24;   ///< preamble + SFD + IFG + FCS per frame on every link
     TimePs switch_latency_ps = 400 * kPsPerNs; ///< pipeline latency added at every switch
     std::uint32_t nic_queue_pkts_per_port = 2; ///< the NIC pulls from its engine while fewer frames wait per port
+    std::uint32_t workers = 1;                ///< engines per NIC, 1..16 (a device's workers)
     bool carry_payload = false;               ///< receivers see the sender's payload bytes (needs live send buffers)
     TimePs telemetry_bucket_ps = 10 * kPsPerUs; ///< per-plane delivered-bytes series resolution; 0 = off
     std::uint32_t tracked_src_nic = UINT32_MAX;  ///< also keep a series of this NIC's delivered data bytes
@@ -240,7 +247,16 @@ public:
     void stop() noexcept { stop_ = true; }
     void set_completion_handler(CompletionHandler h) { on_completion_ = std::move(h); }
 
-    [[nodiscard]] core::Engine& engine(std::uint32_t nic) noexcept { return *nics_[nic].engine; }
+    /// Engine 0 of a NIC (its only one with one worker).
+    [[nodiscard]] core::Engine& engine(std::uint32_t nic) noexcept { return *nics_[nic].engines.front(); }
+    /// The engine that owns `qpn` on `nic`.
+    [[nodiscard]] core::Engine& engine_of(std::uint32_t nic, std::uint32_t qpn) noexcept;
+    /// The engine the next QP of `nic` goes to (the engines in turn).
+    [[nodiscard]] core::Engine& place_qp(std::uint32_t nic) noexcept;
+    [[nodiscard]] std::size_t engines(std::uint32_t nic) const noexcept { return nics_[nic].engines.size(); }
+    [[nodiscard]] core::Engine& engine_at(std::uint32_t nic, std::size_t shard) noexcept {
+        return *nics_[nic].engines[shard];
+    }
     /// After submitting commands to a NIC's engine from outside (posting work):
     /// pull its frames and re-arm its timer.
     void kick(std::uint32_t nic);
@@ -311,6 +327,10 @@ private:
     // nic.cpp
     void nic_receive(std::uint32_t nic, std::uint32_t plane, Packet* p);
     void after_engine(std::uint32_t nic);
+    /// The engines of `nic` that take a received frame (routed as a device's workers route it).
+    void deliver(Nic& n, const wire::RxFrame& rx);
+    /// The earliest next_wakeup() of a NIC's engines.
+    [[nodiscard]] core::TimeNs next_wakeup(const Nic& n) const noexcept;
     void pull(std::uint32_t nic);
     void arm_wake(std::uint32_t nic);
     void nic_wake(std::uint32_t nic, TimePs at);

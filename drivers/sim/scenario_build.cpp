@@ -47,7 +47,8 @@ TimePs Runner::base_rtt_ps() const {
 }
 
 void Runner::connect(std::uint32_t src, std::uint32_t dst, Conn& c) {
-    core::Engine* ends[2] = {&sim_->engine(src), &sim_->engine(dst)};
+    // Each end on its NIC's engines in turn (SimConfig::workers).
+    core::Engine* ends[2] = {&sim_->place_qp(src), &sim_->place_qp(dst)};
     const std::uint32_t hosts[2] = {src, dst};
     std::uint32_t qpn[2];
     const core::TimeNs now = sim_->now_ns();

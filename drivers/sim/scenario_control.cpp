@@ -30,7 +30,7 @@ void Runner::install_plan(std::uint32_t host, std::uint32_t qpn, std::uint32_t p
     if (plan == plans_.end() || plan->second.t1_count == 0) return;
     core::QpAttr a{};
     a.plan = plan->second;
-    if (sim_->engine(host).submit(core::CmdModifyQp{qpn, core::QpState::rts, a, core::kAttrPath}, sim_->now_ns()).err != 0)
+    if (sim_->engine_of(host, qpn).submit(core::CmdModifyQp{qpn, core::QpState::rts, a, core::kAttrPath}, sim_->now_ns()).err != 0)
         throw std::runtime_error("scenario: installing a path plan failed");
 }
 

@@ -198,12 +198,14 @@ void Runner::summarise_phases(Result& r) const {
 
 void Runner::summarise_counters(Result& r) const {
     for (std::size_t nic = 0; nic < sim_->nic_count(); ++nic) {
-        const core::EngineStats& es = sim_->engine(static_cast<std::uint32_t>(nic)).stats();
-        r.path_alarms_sent += es.path_alarms_sent;
-        r.path_alarms_believed += es.path_alarms_believed;
+        for (std::size_t s = 0; s < sim_->engines(static_cast<std::uint32_t>(nic)); ++s) {
+            const core::EngineStats& es = sim_->engine_at(static_cast<std::uint32_t>(nic), s).stats();
+            r.path_alarms_sent += es.path_alarms_sent;
+            r.path_alarms_believed += es.path_alarms_believed;
+        }
     }
     for (const auto& [nic, qpn] : qps_) {
-        const core::Qp* qp = sim_->engine(nic).find_qp(qpn);
+        const core::Qp* qp = sim_->engine_of(nic, qpn).find_qp(qpn);
         if (qp == nullptr) continue;
         r.retransmits += qp->stats.data_pkts_resent;
         r.ev_retirements += qp->stats.ev_retirements;

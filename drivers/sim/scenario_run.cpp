@@ -55,7 +55,7 @@ void Runner::start_step(std::uint32_t step) {
         f.start_ps = sim_->now();
         const Conn& c = conns_.at({f.src, f.dst});
         core::RecvRequest rr{id, static_cast<std::uint32_t>(f.bytes)};
-        (void)sim_->engine(f.dst).submit(core::CmdPostRecv{c.dst_qpn, std::span(&rr, 1)}, now);
+        (void)sim_->engine_of(f.dst, c.dst_qpn).submit(core::CmdPostRecv{c.dst_qpn, std::span(&rr, 1)}, now);
         core::SendRequest wr;
         wr.wr_id = id;
         wr.with_imm = true;
@@ -68,7 +68,7 @@ void Runner::start_step(std::uint32_t step) {
         const std::uint8_t* addr = cfg_.carry_payload ? send_bufs_[id].data()
                                                       : reinterpret_cast<const std::uint8_t*>(std::uintptr_t{4096});
         wr.sges[0] = {addr, static_cast<std::uint32_t>(f.bytes)};
-        const core::SubmitResult r = sim_->engine(f.src).submit(core::CmdPostSend{c.src_qpn, std::span(&wr, 1)}, now);
+        const core::SubmitResult r = sim_->engine_of(f.src, c.src_qpn).submit(core::CmdPostSend{c.src_qpn, std::span(&wr, 1)}, now);
         if (r.err != 0) throw std::runtime_error("scenario: post_send failed (max_send_wr too small?)");
         sim_->kick(f.dst);
         sim_->kick(f.src);

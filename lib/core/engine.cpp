@@ -126,6 +126,11 @@ const Qp* Engine::find_qp(std::uint32_t qpn) const noexcept {
     return (qp != nullptr && qp->qpn == qpn) ? qp : nullptr;
 }
 
+bool Engine::has_peer(const wire::Ipv6Addr& peer) const noexcept {
+    return std::any_of(live_.begin(), live_.end(),
+                       [&](const Qp* q) { return q->state != QpState::reset && q->attr.peer_addr == peer; });
+}
+
 QpInfo Engine::qp_info(std::uint32_t qpn) const noexcept {
     const Qp* qp = find_qp(qpn);
     if (qp == nullptr) return {};

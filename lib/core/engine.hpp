@@ -97,6 +97,9 @@ public:
     [[nodiscard]] const EngineConfig& config() const noexcept { return cfg_; }
     /// Local ports (planes) that are up, bit p = plane p.
     [[nodiscard]] std::uint32_t local_plane_mask() const noexcept { return local_up_; }
+    /// Whether some QP (not in RESET) has `peer` as its peer: the engines a
+    /// device shows an endpoint request to (runtime/frame_exchange.hpp).
+    [[nodiscard]] bool has_peer(const wire::Ipv6Addr& peer) const noexcept;
     /// Planes a peer said are up (port-status updates); all planes until told otherwise.
     [[nodiscard]] std::uint32_t peer_plane_mask(const wire::Ipv6Addr& peer) const noexcept;
 

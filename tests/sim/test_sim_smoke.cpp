@@ -424,3 +424,37 @@ TEST_CASE("rnl_controller__moves_only_the_worst_a_few_per_round_and_leaves_dead_
         if (conns[c].first / 16 != conns[c].second / 16) CHECK(rnl.t1_of(c, 1) != 4);
     CHECK(rnl.last_score(on_dead[0], 1) < RnlController::kDead);
 }
+
+TEST_CASE("scenario__workers: NICs of 2 and 4 engines (a QP on each), byte-exact, a NIC port lost and found",
+          "[sim_smoke]") {
+    // Several flows per host (an all-to-all) so that every engine of a NIC
+    // has QPs; a NIC port that dies tells every engine's peers.
+    const std::uint32_t workers = GENERATE(2u, 4u);
+    CAPTURE(workers);
+    ScenarioConfig c = tiny(4, 256'000);
+    c.workload.kind = WorkloadKind::all_to_all;
+    c.carry_payload = true;
+    ScenarioConfig one = c;
+    c.sim.workers = workers;
+    const Result a = run_scenario(one);
+    const Result r = run_scenario(c);
+    REQUIRE(r.completed);
+    REQUIRE(r.flows == a.flows);
+    CHECK(r.payload_mismatches == 0);
+    CHECK(r.qp_errors == 0);
+    // The engines share the NIC's ports: the same physics.
+    CAPTURE(a.job_us, r.job_us);
+    CHECK(r.job_us <= a.job_us * 1.05);
+    CHECK(r.job_us >= a.job_us * 0.95);
+
+    FailureSpec f;
+    f.kind = FailureKind::nic_port_down;
+    f.at_ps = 5 * kPsPerUs;
+    f.host = 0;
+    f.plane = 1;
+    c.failures.push_back(f);
+    const Result lost = run_scenario(c);
+    REQUIRE(lost.completed);
+    CHECK(lost.qp_errors == 0);
+    CHECK(lost.payload_mismatches == 0);
+}
