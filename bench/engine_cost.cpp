@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/config.hpp"
 #include "core/engine.hpp"
 #include "wire/rx_frame.hpp"
 
@@ -97,17 +98,27 @@ private:
 };
 
 struct Pair {
-    std::vector<std::uint8_t> src;
-    Sink sink;
+    std::shared_ptr<std::vector<std::uint8_t>> src_buf;  ///< shared by every pair of a run
+    std::shared_ptr<Sink> sink_buf;
+    std::vector<std::uint8_t>& src;
+    Sink& sink;
     std::unique_ptr<core::Engine> e[2];
     std::uint32_t qpn[2] = {0, 0};
     core::TimeNs now = 1'000'000;
 
-    Pair(std::size_t msg_bytes, bool icrc, bool transport_acks = false) : src(std::max<std::size_t>(msg_bytes, 64), kPattern), sink(std::max<std::size_t>(msg_bytes, 64)) {
+    /// `shard` of `shard_bits`: this pair's engines are that worker's shard on each side.
+    /// The pairs of a run share one source and one destination buffer (as
+    /// the QPs of an application share its memory): several shards touch no
+    /// more memory than one.
+    Pair(std::shared_ptr<std::vector<std::uint8_t>> s, std::shared_ptr<Sink> k, bool icrc, bool transport_acks = false,
+         std::uint32_t shard = 0, std::uint32_t shard_bits = 0)
+        : src_buf(std::move(s)), sink_buf(std::move(k)), src(*src_buf), sink(*sink_buf) {
         for (int i = 0; i < 2; ++i) {
             core::EngineConfig c;
             c.planes = 8;
-            c.seed = static_cast<std::uint64_t>(i) + 1;
+            c.seed = static_cast<std::uint64_t>(i) + 1 + 16 * shard;
+            c.shard = shard;
+            c.shard_bits = shard_bits;
             for (std::uint32_t p = 0; p < c.planes; ++p) c.local_macs[p] = mac(i, p);
             c.local_addr = addr(i);
             c.compute_icrc = c.verify_icrc = icrc;
@@ -157,55 +168,80 @@ struct RunResult {
     std::uint64_t ctrl_pkts = 0;
 };
 
-/// Sends `messages` WRITEs of `msg_bytes` with `depth` outstanding.
-RunResult run(Pair& p, std::size_t msg_bytes, std::size_t messages, std::size_t depth) {
-    Wire ab(p.src.data(), p.src.size()), ba(p.src.data(), p.src.size());
+/// Sends `messages` WRITEs of `msg_bytes` with `depth` outstanding, spread
+/// over the pairs (workers: one QP per shard, every shard driven by this
+/// one thread in turn, each pass).
+RunResult run(std::vector<std::unique_ptr<Pair>>& pairs, std::size_t msg_bytes, std::size_t messages, std::size_t depth) {
+    struct Side {
+        std::size_t posted = 0, completed = 0, messages = 0, depth = 0;
+        std::uint64_t rx_before = 0, ctrl_before = 0;
+        core::SendRequest r;
+    };
+    // One wire each way for every pair: a pair's pass empties it before the next one's.
+    Wire ab(pairs.front()->src.data(), pairs.front()->src.size()), ba(pairs.front()->src.data(), pairs.front()->src.size());
+    std::vector<std::unique_ptr<Side>> sides;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        Pair& p = *pairs[i];
+        auto s = std::make_unique<Side>();
+        s->messages = messages / pairs.size() + (i < messages % pairs.size() ? 1 : 0);
+        s->depth = std::max<std::size_t>(1, depth / pairs.size());
+        s->rx_before = p.e[1]->stats().rx_frames;
+        s->ctrl_before = p.e[1]->stats().tx_ctrl_frames;
+        s->r.remote_addr = reinterpret_cast<std::uint64_t>(p.sink.bytes().data());
+        s->r.rkey = 1;
+        s->r.sge_count = 1;
+        s->r.sges[0] = {p.src.data(), static_cast<std::uint32_t>(msg_bytes)};
+        sides.push_back(std::move(s));
+    }
     std::vector<wire::GatherFrame> tx(Wire::kSlots);
     std::vector<core::Completion> wc(256);
-    const auto before = p.e[1]->stats().rx_frames;
-    const auto ctrl_before = p.e[1]->stats().tx_ctrl_frames;
-    std::size_t posted = 0, completed = 0;
-    core::SendRequest r;
-    r.remote_addr = reinterpret_cast<std::uint64_t>(p.sink.bytes().data());
-    r.rkey = 1;
-    r.sge_count = 1;
-    r.sges[0] = {p.src.data(), static_cast<std::uint32_t>(msg_bytes)};
     const std::uint64_t t0 = thread_cpu_ns();
     std::uint64_t idle = 0;
-    while (completed < messages) {
-        p.now += 100;
-        while (posted < messages && posted - completed < depth) {
-            r.wr_id = posted;
-            if (p.e[0]->submit(core::CmdPostSend{p.qpn[0], std::span(&r, 1)}, p.now).err != 0) break;
-            ++posted;
+    for (;;) {
+        bool done = true, moved = false;
+        for (std::size_t i = 0; i < pairs.size(); ++i) {
+            Pair& p = *pairs[i];
+            Side& sd = *sides[i];
+            if (sd.completed >= sd.messages) continue;
+            done = false;
+            p.now += 100;
+            while (sd.posted < sd.messages && sd.posted - sd.completed < sd.depth) {
+                sd.r.wr_id = sd.posted;
+                if (p.e[0]->submit(core::CmdPostSend{p.qpn[0], std::span(&sd.r, 1)}, p.now).err != 0) break;
+                ++sd.posted;
+            }
+            // Sender → receiver.
+            core::Engine& a = *p.e[0];
+            core::Engine& b = *p.e[1];
+            if (a.next_wakeup() <= p.now) a.on_timer(p.now);
+            const std::size_t n = a.poll_tx(tx, p.now);
+            for (std::size_t k = 0; k < n; ++k) ab.put(tx[k]);
+            b.on_rx_burst(ab.frames(), p.now);
+            ab.clear();
+            if (b.next_wakeup() <= p.now) b.on_timer(p.now);
+            // Receiver → sender.
+            const std::size_t m = b.poll_tx(tx, p.now);
+            for (std::size_t k = 0; k < m; ++k) ba.put(tx[k]);
+            a.on_rx_burst(ba.frames(), p.now);
+            ba.clear();
+            std::size_t c = 0;
+            while ((c = a.poll_completions(wc)) > 0) {
+                for (std::size_t k = 0; k < c; ++k)
+                    if (wc[k].status != core::WcStatus::success) throw std::runtime_error("WRITE failed");
+                sd.completed += c;
+            }
+            moved = moved || n != 0 || m != 0;
         }
-        // Sender → receiver.
-        core::Engine& a = *p.e[0];
-        core::Engine& b = *p.e[1];
-        if (a.next_wakeup() <= p.now) a.on_timer(p.now);
-        const std::size_t n = a.poll_tx(tx, p.now);
-        for (std::size_t k = 0; k < n; ++k) ab.put(tx[k]);
-        b.on_rx_burst(ab.frames(), p.now);
-        ab.clear();
-        if (b.next_wakeup() <= p.now) b.on_timer(p.now);
-        // Receiver → sender.
-        const std::size_t m = b.poll_tx(tx, p.now);
-        for (std::size_t k = 0; k < m; ++k) ba.put(tx[k]);
-        a.on_rx_burst(ba.frames(), p.now);
-        ba.clear();
-        std::size_t c = 0;
-        while ((c = a.poll_completions(wc)) > 0) {
-            for (std::size_t k = 0; k < c; ++k)
-                if (wc[k].status != core::WcStatus::success) throw std::runtime_error("WRITE failed");
-            completed += c;
-        }
-        idle = (n == 0 && m == 0) ? idle + 1 : 0;
+        if (done) break;
+        idle = moved ? 0 : idle + 1;
         if (idle > 1'000'000) throw std::runtime_error("no progress");
     }
     RunResult res;
     res.cpu_ns = thread_cpu_ns() - t0;
-    res.data_pkts = p.e[1]->stats().rx_frames - before;
-    res.ctrl_pkts = p.e[1]->stats().tx_ctrl_frames - ctrl_before;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        res.data_pkts += pairs[i]->e[1]->stats().rx_frames - sides[i]->rx_before;
+        res.ctrl_pkts += pairs[i]->e[1]->stats().tx_ctrl_frames - sides[i]->ctrl_before;
+    }
     return res;
 }
 
@@ -225,11 +261,20 @@ double memcpy_ns_per_pkt(Pair& p, std::size_t bytes, std::size_t pkts) {
 
 /// range(0): message bytes (8 = one 8-byte packet per message; 1 MiB = 256
 /// frames of 4 KiB payload); range(1): software ICRC on both ends;
-/// range(2): positive Transport ACKs sent with every SACK.
+/// range(2): positive Transport ACKs sent with every SACK; range(3): workers:
+/// engine shards per side, one QP each, the same messages and outstanding
+/// WRITEs spread over them, all driven by this thread (what a device with
+/// several workers costs per packet when nothing on the hot path is shared).
 void BM_engine_cost(benchmark::State& st) {
     const auto msg = static_cast<std::size_t>(st.range(0));
     const bool icrc = st.range(1) != 0;
-    Pair p(msg, icrc, st.range(2) != 0);
+    const auto workers = static_cast<std::uint32_t>(std::max<std::int64_t>(1, st.range(3)));
+    auto src = std::make_shared<std::vector<std::uint8_t>>(std::max<std::size_t>(msg, 64), kPattern);
+    auto sink = std::make_shared<Sink>(std::max<std::size_t>(msg, 64));
+    std::vector<std::unique_ptr<Pair>> pairs;
+    for (std::uint32_t w = 0; w < workers; ++w)
+        pairs.push_back(std::make_unique<Pair>(src, sink, icrc, st.range(2) != 0, w, core::shard_bits_for(workers)));
+    Pair& p = *pairs.front();
     const std::size_t payload = std::min<std::size_t>(msg, 4096);
     const std::size_t messages = msg <= 4096 ? 400'000 : 400;
     const std::size_t depth = msg <= 4096 ? 256 : 8;
@@ -237,19 +282,24 @@ void BM_engine_cost(benchmark::State& st) {
     double memcpy_ns = 0;
     std::size_t runs = 0;
     for (auto _ : st) {
-        const RunResult r = run(p, msg, messages, depth);
+        const RunResult r = run(pairs, msg, messages, depth);
         total.cpu_ns += r.cpu_ns;
         total.data_pkts += r.data_pkts;
         total.ctrl_pkts += r.ctrl_pkts;
         memcpy_ns += memcpy_ns_per_pkt(p, payload, static_cast<std::size_t>(r.data_pkts));
         ++runs;
     }
-    if (std::any_of(p.sink.bytes().begin(), p.sink.bytes().begin() + static_cast<std::ptrdiff_t>(msg),
-                    [](std::uint8_t b) { return b != kPattern; }))
-        st.SkipWithError("destination differs from the source");
-    for (const auto& e : p.e)
-        for (auto w : e->stats().rx_wire_errors)
-            if (w != 0) st.SkipWithError("frames rejected by the parser");
+    for (const auto& q : pairs) {
+        if (std::any_of(q->sink.bytes().begin(), q->sink.bytes().begin() + static_cast<std::ptrdiff_t>(msg),
+                        [](std::uint8_t b) { return b != kPattern; }))
+            st.SkipWithError("destination differs from the source");
+        for (const auto& e : q->e)
+            for (auto w : e->stats().rx_wire_errors)
+                if (w != 0) st.SkipWithError("frames rejected by the parser");
+        // Each shard's QP is numbered as a worker's: its QPN names its shard.
+        if (core::qpn_shard(q->qpn[0], core::shard_bits_for(workers)) != static_cast<std::uint32_t>(&q - &pairs[0]))
+            st.SkipWithError("a QPN does not name its shard");
+    }
     st.counters["ns_per_pkt"] = static_cast<double>(total.cpu_ns) / static_cast<double>(total.data_pkts);
     st.counters["memcpy_ns_per_pkt"] = memcpy_ns / static_cast<double>(runs);
     st.counters["ctrl_per_pkt"] = static_cast<double>(total.ctrl_pkts) / static_cast<double>(total.data_pkts);
@@ -259,13 +309,17 @@ void BM_engine_cost(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_engine_cost)
-    ->Args({8, 0, 0})
-    ->Args({8, 1, 0})
-    ->Args({1 << 20, 0, 0})
-    ->Args({1 << 20, 1, 0})
-    ->Args({8, 0, 1})
-    ->Args({1 << 20, 0, 1})
-    ->ArgNames({"msg_bytes", "icrc", "transport_acks"})
+    ->Args({8, 0, 0, 1})
+    ->Args({8, 1, 0, 1})
+    ->Args({1 << 20, 0, 0, 1})
+    ->Args({1 << 20, 1, 0, 1})
+    ->Args({8, 0, 1, 1})
+    ->Args({1 << 20, 0, 1, 1})
+    ->Args({8, 0, 0, 4})
+    ->Args({1 << 20, 0, 0, 4})
+    ->Args({8, 1, 0, 4})
+    ->Args({1 << 20, 1, 0, 4})
+    ->ArgNames({"msg_bytes", "icrc", "transport_acks", "workers"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_MAIN();
