@@ -49,6 +49,8 @@ std::string Endpoint::open_device(const Options& o) {
         }
     }
     d.planes = o.planes;
+    if (o.workers != 0) d.workers = o.workers;
+    if (!o.cpus.empty()) d.cpus = o.cpus;
     int err = 0;
     dev = Device::open(o.driver, d, &err);
     if (!dev) {

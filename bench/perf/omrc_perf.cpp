@@ -59,6 +59,7 @@ int run_loopback(Options o) {
     c.link_delay_ns = 1'000;
     c.ring_slots = 4096;
     c.rx_pool_frames = 4096;
+    c.queues = std::max<std::uint32_t>(1, o.workers);  // a queue per worker of each end
     if (auto e = take_private_fabric_args(o, c); !e.empty()) {
         fmt::print(stderr, "omrc-perf: error: {}\n", e);
         return 1;
@@ -129,6 +130,12 @@ int main(int argc, char** argv) {
         app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));
     app.add_option("--eal", o.eal, "DPDK EAL arguments (dpdk driver: args[\"eal\"])");
     auto* planes_opt = app.add_option("--planes", o.planes, "planes (0: the driver's default)")->check(CLI::Range(0u, 15u));
+    app.add_option("--workers", o.workers,
+                   "workers (engine shards with a queue each on every port, each on a thread of its own; QPs placed on "
+                   "them in turn: use -q >= workers)")
+        ->check(CLI::Range(1u, 16u));
+    app.add_option("--cpus", o.cpus, "the CPU of each worker thread, one per worker (default: the first port's NUMA node)")
+        ->delimiter(',');
     auto* evs_opt = app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));
     std::vector<std::string> policies;  // the library's (path_policies())
     for (const omrc::PathPolicyInfo& p : omrc::path_policies()) policies.push_back(p.name);

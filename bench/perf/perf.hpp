@@ -39,6 +39,8 @@ struct Options {
     std::string policy = to_string(PathPolicy::adaptive);
     std::uint32_t mtu = 4096;
     std::vector<std::string> dev_args;  ///< key=value for DeviceOptions::args
+    std::uint32_t workers = 0;          ///< --workers: DeviceOptions::workers (0: the configuration's, or 1)
+    std::vector<int> cpus;              ///< --cpus: DeviceOptions::cpus
     /// --config FILE / --device NAME (config.cpp): where the device came from ("" without --config).
     std::string config, device;
     /// The device's options before --dev-arg, --eal, --pcap and --planes

@@ -68,7 +68,11 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
         // Between sizes the client may take long (a big -a run): no deadline
         // here, but a dead client closes the connection.
         int rc = 0;
-        while ((rc = oob.recv(m, milliseconds(0), error)) == 0) ep.dev->progress();
+        // A device whose workers run on threads of their own needs nothing
+        // from this one: it waits for the client in the socket, not in a spin.
+        const milliseconds wait{ep.dev->worker_threads() ? 1 : 0};
+        while ((rc = oob.recv(m, wait, error)) == 0)
+            for (int pass = 0; pass < (wait.count() != 0 ? 1 : 64); ++pass) ep.dev->progress();
         if (rc < 0) return fail(o, "server", error);
         const std::string type = m["type"].get<std::string>();
         if (type == "bye") break;

@@ -62,12 +62,15 @@ struct GatherFrame {
     std::size_t flatten(std::span<std::uint8_t> out) const noexcept {
         const std::size_t n = size();
         if (out.size() < n) return 0;
-        std::size_t off = 0;
-        for (std::size_t i = 0; i < header_len; ++i) out[off++] = header[i];
-        for (std::size_t s = 0; s < segment_count; ++s)
-            for (std::uint32_t i = 0; i < segments[s].len; ++i) out[off++] = segments[s].data[i];
-        for (std::size_t i = 0; i < tail_len; ++i) out[off++] = tail[i];
-        return off;
+        std::uint8_t* p = out.data();
+        std::memcpy(p, header.data(), header_len);
+        std::size_t off = header_len;
+        for (std::size_t s = 0; s < segment_count; ++s) {
+            if (segments[s].len != 0) std::memcpy(p + off, segments[s].data, segments[s].len);
+            off += segments[s].len;
+        }
+        std::memcpy(p + off, tail.data(), tail_len);
+        return off + tail_len;
     }
 };
 
