@@ -719,6 +719,114 @@ static void test_open_config(void) {
     CHECK_EQ(omrc_device_open_config(NULL, NULL, &dev, err, sizeof err), EINVAL);
 }
 
+/* Workers from C: two engine shards on a private loopback fabric in virtual
+ * time (no threads), QPs placed by hint and in turn, a WRITE between QPs of
+ * different workers, and the option errors. */
+static void test_workers(void) {
+    enum { kBytes = 64 * 1024 };
+    struct solo s;
+    struct omrc_device_options o;
+    struct omrc_device* bad = NULL;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* cq = NULL;
+    struct omrc_qp* a = NULL;
+    struct omrc_qp* b = NULL;
+    struct omrc_qp* c = NULL;
+    struct omrc_mr* smr = NULL;
+    struct omrc_mr* dmr = NULL;
+    struct omrc_qp_init_attr init;
+    struct omrc_sge sge;
+    struct omrc_send_wr wr;
+    struct omrc_wc wc[2];
+    unsigned char* src = malloc(kBytes);
+    unsigned char* dst = calloc(1, kBytes);
+    const int cpus_bad[1] = {0};
+    size_t bad_wr = 99;
+    size_t i;
+
+    CHECK(src != NULL && dst != NULL);
+    if (src == NULL || dst == NULL) goto out;
+    for (i = 0; i < kBytes; ++i) src[i] = (unsigned char)(i * 7 + 3);
+
+    /* Out of range: 0 or 17 workers; a CPU list that is not one per worker. */
+    omrc_device_options_init(&o);
+    CHECK_EQ(o.workers, 1);
+    CHECK_EQ(o.worker_threads, OMRC_WORKER_THREADS_AUTO);
+    o.workers = 0;
+    CHECK_EQ(omrc_device_open("loopback", &o, &bad), EINVAL);
+    o.workers = 17;
+    CHECK_EQ(omrc_device_open("loopback", &o, &bad), EINVAL);
+    o.workers = 2;
+    o.cpus = cpus_bad;
+    o.num_cpus = 1;
+    CHECK_EQ(omrc_device_open("loopback", &o, &bad), EINVAL);
+    CHECK(bad == NULL);
+
+    s.now_ns = 1000000;
+    s.dev = NULL;
+    omrc_device_options_init(&o);
+    o.seed = 9;
+    o.clock = virtual_clock;
+    o.clock_ctx = &s;
+    o.workers = 2;
+    o.worker_threads = OMRC_WORKER_THREADS_NONE;
+    CHECK_EQ(omrc_device_open("loopback", &o, &s.dev), 0);
+    if (s.dev == NULL) goto out;
+    CHECK_EQ(omrc_device_workers(s.dev), 2);
+    CHECK(!omrc_device_worker_threads(s.dev));
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 64, &cq), 0);
+    omrc_qp_init_attr_init(&init);
+    CHECK_EQ(init.worker, -1);
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    init.worker = 1;
+    CHECK_EQ(omrc_qp_create(pd, &init, &a), 0);
+    init.worker = 0;
+    CHECK_EQ(omrc_qp_create(pd, &init, &b), 0);
+    init.worker = 2; /* no such worker */
+    CHECK_EQ(omrc_qp_create(pd, &init, &c), EINVAL);
+    if (a == NULL || b == NULL) goto out;
+    CHECK_EQ(omrc_qp_worker(a), 1);
+    CHECK_EQ(omrc_qp_worker(b), 0);
+    CHECK_EQ((omrc_qp_num(a) >> 12) & 1, 1); /* the QPN names its worker */
+    CHECK_EQ((omrc_qp_num(b) >> 12) & 1, 0);
+    CHECK_EQ(omrc_mr_reg(pd, src, kBytes, OMRC_ACCESS_LOCAL_WRITE, &smr), 0);
+    CHECK_EQ(omrc_mr_reg(pd, dst, kBytes, OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE, &dmr), 0);
+    if (smr == NULL || dmr == NULL) goto out;
+    CHECK_EQ(connect_qp(s.dev, a, b), 0);
+    CHECK_EQ(connect_qp(s.dev, b, a), 0);
+
+    memset(&wr, 0, sizeof wr);
+    sge.addr = (uint64_t)(uintptr_t)src;
+    sge.length = kBytes;
+    sge.lkey = omrc_mr_lkey(smr);
+    wr.wr_id = 77;
+    wr.opcode = OMRC_WR_RDMA_WRITE;
+    wr.send_flags = OMRC_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.remote_addr = (uint64_t)(uintptr_t)dst;
+    wr.rkey = omrc_mr_rkey(dmr);
+    CHECK_EQ(omrc_qp_post_send(a, &wr, 1, &bad_wr), 0);
+    CHECK_EQ(solo_poll(&s, cq, wc, 1), 1);
+    CHECK_EQ(wc[0].wr_id, 77);
+    CHECK_EQ(wc[0].status, OMRC_WC_SUCCESS);
+    CHECK(memcmp(src, dst, kBytes) == 0);
+
+out:
+    if (dmr != NULL) CHECK_EQ(omrc_mr_dereg(dmr), 0);
+    if (smr != NULL) CHECK_EQ(omrc_mr_dereg(smr), 0);
+    if (c != NULL) CHECK_EQ(omrc_qp_destroy(c), 0);
+    if (b != NULL) CHECK_EQ(omrc_qp_destroy(b), 0);
+    if (a != NULL) CHECK_EQ(omrc_qp_destroy(a), 0);
+    if (cq != NULL) CHECK_EQ(omrc_cq_destroy(cq), 0);
+    if (pd != NULL) CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    if (s.dev != NULL) CHECK_EQ(omrc_device_close(s.dev), 0);
+    free(src);
+    free(dst);
+}
+
 int main(void) {
     test_open_errors();
     test_open_config();
@@ -728,6 +836,7 @@ int main(void) {
     test_qp_states();
     test_transfer();
     test_strings();
+    test_workers();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

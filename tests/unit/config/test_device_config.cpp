@@ -723,7 +723,11 @@ TEST_CASE("config: the example files of examples/configs/ parse to what they say
             CHECK(d.driver == "dpdk");
             CHECK(d.options.planes == 8);
             CHECK(d.options.args.at("ports") == "0,1,2,3,4,5,6,7");
-            CHECK(d.options.args.at("zero_copy") == "0");
+            CHECK(d.options.args.at("zero_copy") == "1");
+            CHECK(d.options.args.at("steering") == "qpn");
+            CHECK(d.options.workers == 8);
+            CHECK(d.options.cpus == std::vector<int>{2, 3, 4, 5, 6, 7, 8, 9});
+            CHECK(d.options.worker_sleep_ns == 0);
             CHECK_THAT(d.options.args.at("eal"), Catch::Contains("-a 0000:3b:00.0"));
             CHECK_THAT(d.options.args.at("eal"), !Catch::Contains("--no-huge"));
             CHECK(d.qp.evs == 256);
