@@ -20,13 +20,24 @@
 //             that name exists already
 //   ports     comma-separated port ids or device names, one per plane, in plane
 //             order (default: every available port, in port-id order)
+//   mtu       the QPs' RDMA MTU in bytes (default 4096; 256..4096, a multiple of
+//             64): every port is configured for its frames and its MTU read back;
+//             a port that cannot carry them fails the open (EINVAL) naming the MTU
+//             that fits (net_tap: mtu=1024)
 //   rx_desc, tx_desc   descriptors per queue (default 1024)
-//   mbufs     mbufs in the driver's pool (default: sized from the port count
-//             and descriptor rings)
-//   backlog   frames queued per port while the PMD's ring is full (default 1024)
-//   link_poll_us  link state poll period in µs (default 1000; 0 = every call)
+//   mbufs     mbufs in each (port, queue) pool, on the port's NUMA node (default:
+//             sized from the descriptor rings and the backlog)
+//   backlog   frames queued per queue and port while the PMD's ring is full (default 1024)
+//   steering  with DeviceOptions::workers > 1: qpn (default): rte_flow rules
+//             steer each frame to the queue of its QP's worker where every port
+//             takes them, else the PMD spreads frames (RSS, memif queue pairs)
+//             and the runtime hands each to its worker; spread: no rules
+//   link_poll_us  period in µs of the EAL alarm that reads every port's link state
+//             and runs requested resets, off the data path (default 1000, at least
+//             100); LSC, removal and reset events arrive by callback as well
 //   zero_copy 1 (default) transmits payload straight from registered memory
-//             as external buffers; 0 copies every frame into its mbuf
+//             (registered with DPDK and DMA-mapped for every port at reg_mr) as
+//             external buffers at its IOVA; 0 copies every frame into its mbuf
 //   icrc      auto (default): no software ICRC when every port is net_memif
 //             (shared memory cannot corrupt a frame), software otherwise;
 //             software: always; none: never. Both ends of a connection must
