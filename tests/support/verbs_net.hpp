@@ -26,6 +26,8 @@ class VirtualNet {
 public:
     VirtualNet(std::uint32_t endpoints, std::uint32_t planes, std::uint64_t seed, std::uint64_t rate_bps = 0)
         : fabric(config(endpoints, planes, seed, rate_bps)) {}
+    /// Any virtual-clock fabric (queues per endpoint for workers, steering, ...).
+    explicit VirtualNet(const loopback::FabricConfig& c) : fabric(c) {}
 
     std::unique_ptr<Device> open(std::uint32_t endpoint, std::uint64_t seed, DeviceOptions o = {}) {
         o.driver_context = &fabric;

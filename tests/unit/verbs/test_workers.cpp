@@ -22,13 +22,10 @@ using namespace omrc::test;
 namespace {
 
 /// Devices on one virtual-time loopback fabric with `workers` queues per endpoint.
-struct WorkerNet {
-    std::uint64_t now_ns = 1'000'000;
-    loopback::Fabric fabric;
-
+struct WorkerNet : VirtualNet {
     WorkerNet(std::uint32_t workers, loopback::QueueSteering steering, std::uint32_t planes = 4,
               std::uint64_t seed = 7)
-        : fabric(config(workers, steering, planes, seed)) {}
+        : VirtualNet(config(workers, steering, planes, seed)) {}
 
     static loopback::FabricConfig config(std::uint32_t workers, loopback::QueueSteering steering,
                                          std::uint32_t planes, std::uint64_t seed) {
@@ -44,30 +41,8 @@ struct WorkerNet {
 
     std::unique_ptr<Device> open(std::uint32_t endpoint, std::uint32_t workers) {
         DeviceOptions o;
-        o.driver_context = &fabric;
-        o.args["endpoint"] = std::to_string(endpoint);
-        o.seed = 100 + endpoint;
         o.workers = workers;
-        o.clock = [this] { return now_ns; };
-        int err = -1;
-        auto d = Device::open("loopback", o, &err);
-        REQUIRE(err == 0);
-        REQUIRE(d != nullptr);
-        return d;
-    }
-
-    bool run(std::initializer_list<Device*> devs, const std::function<bool()>& done, std::uint64_t budget_ns) {
-        const std::uint64_t deadline = now_ns + budget_ns;
-        for (std::size_t pass = 0; pass < 20'000'000; ++pass) {
-            for (Device* d : devs) d->progress();
-            if (done()) return true;
-            std::uint64_t next = fabric.next_event_ns();
-            for (Device* d : devs) next = std::min(next, d->next_wakeup_ns());
-            if (next == UINT64_MAX) return done();
-            now_ns = std::max(now_ns, next);
-            if (now_ns > deadline) return done();
-        }
-        return done();
+        return VirtualNet::open(endpoint, 100 + endpoint, o);
     }
 };
 
