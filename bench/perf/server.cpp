@@ -70,9 +70,9 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
         int rc = 0;
         // A device whose workers run on threads of their own needs nothing
         // from this one: it waits for the client in the socket, not in a spin.
-        const milliseconds wait{ep.dev->worker_threads() ? 1 : 0};
-        while ((rc = oob.recv(m, wait, error)) == 0)
-            for (int pass = 0; pass < (wait.count() != 0 ? 1 : 64); ++pass) ep.dev->progress();
+        const milliseconds idle_wait{ep.dev->worker_threads() ? 1 : 0};
+        while ((rc = oob.recv(m, idle_wait, error)) == 0)
+            for (int pass = 0; pass < (idle_wait.count() != 0 ? 1 : 64); ++pass) ep.dev->progress();
         if (rc < 0) return fail(o, "server", error);
         const std::string type = m["type"].get<std::string>();
         if (type == "bye") break;

@@ -32,6 +32,7 @@
 #include "omrc/omrc.hpp"
 #include "dpdk/dpdk_env.hpp"
 #include "dpdk/memif_devices.hpp"
+#include "support/exchange_stats.hpp"
 #include "support/verbs_net.hpp"
 
 using namespace omrc;
@@ -285,23 +286,6 @@ TEST_CASE("dpdk: a device attaches to an EAL the application initialised", "[dpd
 
 namespace {
 
-/// Sums of the workers' exchange counters of a device (stats_json's per_worker).
-struct Handed {
-    std::uint64_t foreign = 0, copies = 0, handed = 0, own = 0, no_qp = 0;
-};
-Handed handed(const Device& d) {
-    const auto s = nlohmann::json::parse(d.stats_json());
-    Handed h;
-    for (const auto& w : s["device"]["per_worker"]) {
-        h.foreign += w["exchange"]["rx_foreign"].get<std::uint64_t>();
-        h.copies += w["exchange"]["endpoint_copies"].get<std::uint64_t>();
-        h.handed += w["exchange"]["handed_in"].get<std::uint64_t>();
-        h.own += w["exchange"]["rx_own"].get<std::uint64_t>();
-        h.no_qp += w["engine"]["rx_drops"]["no_qp"].get<std::uint64_t>();
-    }
-    return h;
-}
-
 /// Two WRITE transfers between devices of two workers: QP 0 of A on
 /// worker 0 with its peer on B's worker 1, QP 1 the other way round, so that
 /// every frame a port delivers on the queue of the sender's worker belongs
@@ -355,7 +339,7 @@ TEST_CASE("dpdk: two workers over net_memif, QPs on both, frames for the other w
     CHECK(jb["device"]["steering"]["method"] == "memif_queue_pairs");
     CHECK(jb["device"]["worker_threads"] == true);
     for (const Device* d : {a.get(), b.get()}) {
-        const Handed h = handed(*d);
+        const ExchangeSums h = settled_exchange(*d);
         CAPTURE(h.foreign, h.copies, h.handed, h.own);
         // memif delivers on the queue the peer sent from: the other worker's.
         CHECK(h.foreign > 0);
@@ -396,7 +380,7 @@ TEST_CASE("dpdk: two workers over net_tap: rte_flow on BTH.DestQP where the kern
     CAPTURE(method);
     CHECK((method == "rte_flow" || method == "rss" || method == "kernel_hash"));
     for (const Device* d : {a.get(), b.get()}) {
-        const Handed h = handed(*d);
+        const ExchangeSums h = settled_exchange(*d);
         CAPTURE(h.foreign, h.copies, h.handed, h.own);
         CHECK(h.handed == h.foreign + h.copies);
         if (method == "rte_flow") CHECK(h.foreign == 0);
@@ -510,7 +494,7 @@ TEST_CASE("dpdk: ConnectX ports under OpenMRC's libibverbs are found before the 
     const std::string dir = "/tmp/omrc-clash-" + std::to_string(::getpid());
     std::filesystem::create_directories(dir + "/lib/openmrc/ibverbs");
     std::filesystem::create_directories(dir + "/sys");
-    for (const std::string d : {dir + "/lib/openmrc/ibverbs", dir + "/sys"}) std::ofstream(d + "/libibverbs.so.1") << "";
+    for (const std::string& d : {dir + "/lib/openmrc/ibverbs", dir + "/sys"}) std::ofstream(d + "/libibverbs.so.1") << "";
     CHECK(dpdk::openmrc_ibverbs_path("", dir + "/lib/openmrc/ibverbs") == dir + "/lib/openmrc/ibverbs/libibverbs.so.1");
     CHECK(dpdk::openmrc_ibverbs_path("", dir + "/sys:" + dir + "/lib/openmrc/ibverbs").empty());  // rdma-core's first
     CHECK(dpdk::openmrc_ibverbs_path("/usr/lib/x86_64-linux-gnu/libibverbs.so.1", dir + "/lib/openmrc/ibverbs").empty());

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "drivers/udp/udp.hpp"
+#include "support/exchange_stats.hpp"
 #include "support/verbs_net.hpp"
 #include "unit/drivers/conformance.hpp"
 #include "wire/ev.hpp"
@@ -496,18 +497,15 @@ TEST_CASE("udp verbs: workers, a socket set each: the kernel steers by QP (or sp
         check_immediate(r, r.received.empty() ? 0 : r.received.front().imm_data, 64u << 10);
     }
     for (int i = 0; i < 2; ++i) {
-        const auto s = nlohmann::json::parse(dev[i]->stats_json());
+        const ExchangeSums h = settled_exchange(*dev[i]);
+        const nlohmann::json& s = h.stats;
+        const std::uint64_t foreign = h.foreign, own = h.own;
         CHECK(s["device"]["steering"]["method"] == "reuseport_cbpf");
-        std::uint64_t foreign = 0, handed = 0, copies = 0, own = 0;
         for (const auto& w : s["device"]["per_worker"]) {
             CHECK(w["engine"]["rx_drops"]["no_qp"] == 0);
             CHECK(w["exchange"]["dropped_ring_full"] == 0);
-            foreign += w["exchange"]["rx_foreign"].get<std::uint64_t>();
-            copies += w["exchange"]["endpoint_copies"].get<std::uint64_t>();
-            handed += w["exchange"]["handed_in"].get<std::uint64_t>();
-            own += w["exchange"]["rx_own"].get<std::uint64_t>();
         }
-        CHECK(handed == foreign + copies);
+        CHECK(h.handed == h.foreign + h.copies);
         CAPTURE(own, foreign);
         if (steering == "qpn") CHECK(foreign == 0);  // the kernel put every frame on its QP's worker's socket
         // Spread by PSN, the receiver's data packets land on every socket and

@@ -53,7 +53,7 @@ Frame sample(wire::Opcode op) {
         if (s.name.rfind("plain/", 0) != 0) continue;
         wire::ParsedFrame p;
         if (wire::parse_frame(s.bytes, {}, p) != wire::WireError::ok || p.bth.opcode != op) continue;
-        return {s.bytes, p.ip_offset + 40 + 8, p.ip_offset};
+        return {s.bytes, std::size_t{p.ip_offset} + 40 + 8, p.ip_offset};
     }
     FAIL("no plain sample frame of that opcode");
     return {};
