@@ -95,8 +95,12 @@ int make_loopback_driver(const DeviceOptions& options, driver::AttachedDriver& o
         return EBUSY;
     }
     for (std::uint32_t p = 0; p < core::kMaxPlanes; ++p) out.macs[p] = Fabric::mac(endpoint, p);
-    // fd6d:7263::<endpoint>: a unique-local address per endpoint of a fabric.
+    // fd6d:7263::1:<endpoint>: a unique-local address per endpoint of a
+    // fabric. The interface id is never zero (endpoint 0 included): verbs
+    // software (rdma-core's tests) takes a GID with a zero interface id for
+    // an empty table slot.
     out.default_addr = {0xfd, 0x6d, 0x72, 0x63};
+    out.default_addr[13] = 1;
     out.default_addr[14] = static_cast<std::uint8_t>(endpoint >> 8);
     out.default_addr[15] = static_cast<std::uint8_t>(endpoint);
     return 0;

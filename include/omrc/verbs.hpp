@@ -50,6 +50,7 @@ struct DeviceCore;  // lib/verbs: engine, driver, MR table, progress loop
 
 inline constexpr std::uint32_t kMaxPlanes = 15;  ///< NIC ports (planes) per device
 inline constexpr std::uint32_t kMaxSge = 8;      ///< scatter/gather entries per send WR
+inline constexpr int kMaxCqe = 1 << 20;           ///< completions a CQ is sized for (create_cq, resize)
 
 // ---------------------------------------------------------------------------
 // Work completions
@@ -643,6 +644,11 @@ public:
     /// poll() or Device::progress()).
     [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
     [[nodiscard]] int cqe() const noexcept { return cqe_; }
+    /// ibv_resize_cq: sets cqe() (the size the overrun count is against) to
+    /// `cqe`. Returns 0, or EINVAL when cqe is below 1, above 2^20 (as
+    /// Device::create_cq) or below the completions waiting, collected first
+    /// (a CQ is never made smaller than what it holds; nothing is lost).
+    int resize(int cqe);
     /// Times a completion arrived while cqe() were already waiting. No
     /// completion is lost (the queue grows), but an overrun means the
     /// consumer polls too rarely or the CQ is too small; counted, logged once.

@@ -178,7 +178,9 @@ void fill_device_attr(const Context& c, ibv_device_attr& a) {
     a.sys_image_guid = a.node_guid;
     a.max_mr_size = UINT64_MAX;
     a.page_size_cap = 0xFFFFF000u;  // any multiple of 4 KiB
-    a.vendor_id = 0;                // no PCI vendor: a software device
+    // No PCI vendor: a software device reports 0xFFFFFF, as the kernel's
+    // software RoCE (rxe) does; rdma-core's tests take 0 for a missing answer.
+    a.vendor_id = 0xFFFFFF;
     a.vendor_part_id = 0;
     a.hw_ver = 0;
     a.max_qp = static_cast<int>(c.entry->config.options.max_qps);

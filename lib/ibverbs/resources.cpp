@@ -173,10 +173,20 @@ ibv_qp* create(Context* c, Pd* pd, const ibv_qp_init_attr_ex& in, ibv_qp_cap* ca
 
 ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     if (context == nullptr || attr == nullptr) return fail_null<ibv_qp>(EINVAL);
-    constexpr std::uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    constexpr std::uint32_t known =
+        IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS;
     if ((attr->comp_mask & ~known) != 0 || (attr->comp_mask & IBV_QP_INIT_ATTR_PD) == 0 || attr->pd == nullptr) {
-        omrc::log::logger().warn("ibverbs: create_qp_ex comp_mask 0x{:x}: only a PD and send_ops_flags are supported",
-                           attr->comp_mask);
+        omrc::log::logger().warn(
+            "ibverbs: create_qp_ex comp_mask 0x{:x}: only a PD, send_ops_flags and create_flags (none set) are supported",
+            attr->comp_mask);
+        return fail_null<ibv_qp>(EOPNOTSUPP);
+    }
+    // The bit is accepted (as rxe does); a flag set in it is a capability no
+    // OpenMRC QP has (scatter-FCS, CVLAN stripping, source-QPN, PCI write
+    // end padding), refused as providers refuse what they lack.
+    if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) {
+        omrc::log::logger().warn("ibverbs: create_qp_ex create_flags 0x{:x}: no QP creation flag is supported",
+                                 attr->create_flags);
         return fail_null<ibv_qp>(EOPNOTSUPP);
     }
     std::uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
@@ -326,9 +336,15 @@ ibv_cq* omrc_ibv_create_cq(ibv_context* context, int cqe, void* cq_context, ibv_
     });
 }
 
-/// OpenMRC CQs grow instead of overflowing, so a resize only records cqe.
+/// OpenMRC CQs grow instead of overflowing (an overrun is counted against
+/// cqe), so a resize sets that size; below the completions waiting it is
+/// EINVAL, as upstream providers answer.
 int omrc_ibv_resize_cq(ibv_cq* cq, int cqe) {
-    if (cq == nullptr || cqe < 1) return EINVAL;
+    if (cq == nullptr) return EINVAL;
+    Cq* q = reinterpret_cast<Cq*>(cq);
+    Context* c = to_ctx(cq->context);
+    std::lock_guard g(c->mu);
+    if (const int err = q->ocq->resize(cqe); err != 0) return err;
     cq->cqe = cqe;
     return 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Cq: completions routed from the engine by QPN, polled by the application.
 #include <algorithm>
+#include <cerrno>
 
 #include "log/log.hpp"
 #include "verbs/device_core.hpp"
@@ -39,6 +40,14 @@ std::size_t Cq::poll(std::span<Wc> out) {
     std::copy_n(entries_.begin(), n, out.begin());
     entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(n));
     return n;
+}
+
+int Cq::resize(int cqe) {
+    if (cqe < 1 || cqe > kMaxCqe) return EINVAL;
+    (void)core_->collect();  // worker threads: count what they completed so far
+    if (static_cast<std::size_t>(cqe) < entries_.size()) return EINVAL;
+    cqe_ = cqe;
+    return 0;
 }
 
 void detail::DeviceCore::route_completion(const core::Completion& c) {

@@ -332,7 +332,7 @@ std::unique_ptr<Pd> Device::alloc_pd(int* err) {
 }
 
 std::unique_ptr<Cq> Device::create_cq(int cqe, int* err) {
-    if (cqe < 1 || cqe > (1 << 20)) {
+    if (cqe < 1 || cqe > kMaxCqe) {
         set_err(err, EINVAL);
         return nullptr;
     }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int passed, failed;
 #define CHECK(cond)                                                                   \
@@ -109,6 +110,7 @@ int main(void) {
     CHECK(ibv_query_device(ctx, &da) == 0);
     CHECK(strncmp(da.fw_ver, "OpenMRC", 7) == 0);
     CHECK(da.phys_port_cnt == 1 && da.max_qp_rd_atom == 0 && da.atomic_cap == IBV_ATOMIC_NONE);
+    CHECK(da.vendor_id == 0xFFFFFF); /* a software device, as rxe reports */
     struct ibv_device_attr_ex dax;
     CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 && dax.orig_attr.phys_port_cnt == 1);
     struct ibv_port_attr pa;
@@ -120,6 +122,8 @@ int main(void) {
     CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0);
     CHECK(ibv_query_gid(ctx, 1, 1, &gid) != 0);
     CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0);
+    static const uint8_t zero_iid[8];
+    CHECK(memcmp(gid.raw + 8, zero_iid, 8) != 0); /* a zero interface id reads as an empty slot */
     struct ibv_gid_entry ge;
     CHECK(ibv_query_gid_ex(ctx, 1, 0, &ge, 0) == 0 && ge.gid_type == IBV_GID_TYPE_ROCE_V2);
     CHECK(memcmp(ge.gid.raw, gid.raw, 16) == 0);
@@ -179,6 +183,12 @@ int main(void) {
     errno = 0;
     CHECK(ibv_create_qp_ex(ctx, &iax) == NULL && errno == EOPNOTSUPP);
     iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    /* create_flags: the bit is accepted with no flag set, any flag refused. */
+    iax.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+    iax.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+    errno = 0;
+    CHECK(ibv_create_qp_ex(ctx, &iax) == NULL && errno == EOPNOTSUPP);
+    iax.create_flags = 0;
     struct ibv_qp* b = ibv_create_qp_ex(ctx, &iax);
     CHECK(b != NULL);
     if (a == NULL || b == NULL) return 1;
@@ -231,7 +241,14 @@ int main(void) {
         wrs[i].wr.rdma.rkey = dmr->rkey;
         wrs[i].next = i == 15 ? NULL : &wrs[i + 1];
     }
+    CHECK(ibv_resize_cq(scq, 0) == EINVAL && ibv_resize_cq(scq, (1 << 20) + 1) == EINVAL);
     CHECK(ibv_post_send(a, wrs, &bad) == 0);
+    /* Below the completions waiting, a resize is refused (once all 16 are in). */
+    int resized = 0;
+    for (int tries = 0; tries < 10000 && (resized = ibv_resize_cq(scq, 15)) == 0; ++tries) usleep(1000);
+    CHECK(resized == EINVAL);
+    CHECK(ibv_resize_cq(scq, 16) == 0 && scq->cqe == 16);
+    CHECK(ibv_resize_cq(scq, 256) == 0 && scq->cqe == 256);
     struct ibv_wc wc[16];
     CHECK(poll_n(scq, wc, 16) == 16);
     int ok = 1;

@@ -150,7 +150,7 @@ TEST_CASE("open__shared_fabric", "[unit][verbs]") {
     const DeviceAddress a = dev->address();
     CHECK(a.planes == 8);
     for (std::uint32_t p = 0; p < 8; ++p) CHECK(a.macs[p] == loopback::Fabric::mac(1, p));
-    const Ipv6Addr expected{0xfd, 0x6d, 0x72, 0x63, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    const Ipv6Addr expected{0xfd, 0x6d, 0x72, 0x63, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1};
     CHECK(a.addr == expected);
 
     int err = 0;
