@@ -271,9 +271,17 @@ ibv_context* open_context(ibv_device* device) {
 
     ibv_context& ctx = c->vctx.context;
     ctx.device = device;
-    ctx.cmd_fd = -1;
+    // No kernel uverbs file: cmd_fd is an eventfd that never signals, so
+    // that a program may dup() it or hand it to ibv_import_device(), which
+    // answers EOPNOTSUPP (a -1 here makes the dup fail first).
+    ctx.cmd_fd = ::eventfd(0, EFD_CLOEXEC);
+    if (ctx.cmd_fd < 0) return fail_null<ibv_context>(errno);
     ctx.async_fd = ::eventfd(0, EFD_CLOEXEC);
-    if (ctx.async_fd < 0) return fail_null<ibv_context>(errno);
+    if (ctx.async_fd < 0) {
+        const int fd_err = errno;
+        ::close(ctx.cmd_fd);
+        return fail_null<ibv_context>(fd_err);
+    }
     ctx.num_comp_vectors = 1;
     pthread_mutex_init(&ctx.mutex, nullptr);
     ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -351,6 +359,7 @@ int omrc_ibv_close_device(ibv_context* context) {
         omrc::log::logger().warn("ibverbs: {} closed with {} PD/CQ/channel object(s) alive: the device and they are leaked",
                            c->entry->config.name, live);
         ::close(context->async_fd);
+        ::close(context->cmd_fd);
         return 0;
     }
     {
@@ -358,6 +367,7 @@ int omrc_ibv_close_device(ibv_context* context) {
         c->dev.reset();
     }
     ::close(context->async_fd);
+    ::close(context->cmd_fd);
     pthread_mutex_destroy(&context->mutex);
     delete c;
     return 0;
