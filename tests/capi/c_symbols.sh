@@ -7,7 +7,9 @@
 set -euo pipefail
 lib=$1
 header=$2
-exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBRVi]$/ && $3 !~ /^_Z/ {print $3}' | sort -u)
+# ASan names an ODR indicator after each instrumented global of external
+# linkage (__odr_asan.<symbol>): judged by the symbol it stands for.
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBRVi]$/ {sub(/^__odr_asan\./, "", $3)} $2 ~ /^[TWDBRVi]$/ && $3 !~ /^_Z/ {print $3}' | sort -u)
 declared=$(grep -oE '^[a-z_ ]*[a-z0-9_*]+[ *]+(omrc_[a-z0-9_]+)\(' "$header" | grep -oE 'omrc_[a-z0-9_]+\($' | tr -d '(' | sort -u)
 bad=0
 for sym in $exported; do
