@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Writes a device configuration file (docs/CONFIG.md) with two OpenMRC devices,
+# Writes a device configuration file (docs/CONFIG.md): for udp and memif two OpenMRC devices,
 # omrc0 (server) and omrc1 (client), for running ibverbs programs and
 # omrc-perf against each other on this machine:
 #   make_config.sh udp   OUT.toml DIR   two udp devices on [::1], 4 planes, free port blocks
 #   make_config.sh memif OUT.toml DIR   two DPDK net_memif devices, 2 planes, sockets in DIR (root)
+#   make_config.sh loopback OUT.toml DIR   one loopback device, omrc0, 4 planes (its QPs reach only each
+#                                       other, in one process: the C API test and rdma-core's suite)
 # Both devices get min_ev_timeout_ns = $OMRC_MIN_EV_TIMEOUT_NS (default 4 ms):
 # their endpoints share this machine's cores with the other side and every
 # other process, and a descheduled endpoint stalls for a scheduler slice
@@ -84,6 +86,14 @@ eal = "--no-huge -m 1024 --no-pci --log-level=*:warning --file-prefix omrc-ibv-c
 next_hop_macs = "$mac_s0,$mac_s1"
 EOF
     ;;
-  *) echo "usage: $0 udp|memif OUT.toml DIR"; exit 2 ;;
+  loopback)
+    cat >"$cfg" <<'EOF'
+[[device]]
+name = "omrc0"
+driver = "loopback"
+planes = 4
+EOF
+    ;;
+  *) echo "usage: $0 udp|memif|loopback OUT.toml DIR"; exit 2 ;;
 esac
 

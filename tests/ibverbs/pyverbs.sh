@@ -22,16 +22,7 @@ trap 'rm -rf "$work"' EXIT
 cp -r "$suite" "$work/tests"
 find "$work/tests" -name '*.py.gz' -exec gunzip {} +
 case $medium in
-  loopback)
-    cat >"$work/devices.toml" <<'TOML'
-[[device]]
-name = "omrc0"
-driver = "loopback"
-planes = 4
-TOML
-    ;;
-  udp)
-    "$here/../../bench/ibverbs/make_config.sh" udp "$work/devices.toml" "$work" ;;
+  loopback|udp) "$here/../../bench/ibverbs/make_config.sh" "$medium" "$work/devices.toml" "$work" ;;
   *) echo "pyverbs.sh: unknown medium $medium"; exit 2 ;;
 esac
 cd "$work"

@@ -7,10 +7,5 @@ libdir=$1
 prog=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat >"$work/devices.toml" <<'TOML'
-[[device]]
-name = "omrc0"
-driver = "loopback"
-planes = 4
-TOML
+"$(dirname "$0")/../../bench/ibverbs/make_config.sh" loopback "$work/devices.toml" "$work"
 OMRC_IBV_CONFIG=$work/devices.toml LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$prog"
