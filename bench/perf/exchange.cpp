@@ -121,19 +121,22 @@ std::string read_peer_hello(const nlohmann::json& m, std::size_t nqps, DeviceAdd
     return {};
 }
 
-std::string expect(Oob& oob, Endpoint* ep, const char* type, nlohmann::json& msg, milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    std::string error;
-    const bool drive = ep != nullptr && ep->dev;
+int recv_progressing(Oob& oob, Device& dev, nlohmann::json& msg, std::string& error) {
     // A device progressed from here (no worker threads) gets 64 passes per
     // look at the socket: a receive is a system call, and a look per pass
     // had cost the receiving side a third of its CPU. With worker threads
     // the socket is waited on, 1 ms at a time.
-    const bool threads = drive && ep->dev->worker_threads();
+    const bool threads = dev.worker_threads();
+    for (int pass = 0; pass < (threads ? 1 : 64); ++pass) dev.progress();
+    return oob.recv(msg, milliseconds(threads ? 1 : 0), error);
+}
+
+std::string expect(Oob& oob, Endpoint* ep, const char* type, nlohmann::json& msg, milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    std::string error;
+    const bool drive = ep != nullptr && ep->dev;
     for (;;) {
-        if (drive)
-            for (int pass = 0; pass < (threads ? 1 : 64); ++pass) ep->dev->progress();
-        const int rc = oob.recv(msg, drive ? milliseconds(threads ? 1 : 0) : timeout, error);
+        const int rc = drive ? recv_progressing(oob, *ep->dev, msg, error) : oob.recv(msg, timeout, error);
         if (rc < 0) return error;
         if (rc > 0) {
             if (msg["type"] == "error")

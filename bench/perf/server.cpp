@@ -68,11 +68,8 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
         // Between sizes the client may take long (a big -a run): no deadline
         // here, but a dead client closes the connection.
         int rc = 0;
-        // A device whose workers run on threads of their own needs nothing
-        // from this one: it waits for the client in the socket, not in a spin.
-        const milliseconds idle_wait{ep.dev->worker_threads() ? 1 : 0};
-        while ((rc = oob.recv(m, idle_wait, error)) == 0)
-            for (int pass = 0; pass < (idle_wait.count() != 0 ? 1 : 64); ++pass) ep.dev->progress();
+        while ((rc = recv_progressing(oob, *ep.dev, m, error)) == 0) {
+        }
         if (rc < 0) return fail(o, "server", error);
         const std::string type = m["type"].get<std::string>();
         if (type == "bye") break;

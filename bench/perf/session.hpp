@@ -67,6 +67,10 @@ std::string read_peer_hello(const nlohmann::json& m, std::size_t nqps, DeviceAdd
 /// Receives the next message, of type `type`, progressing `ep`'s device
 /// meanwhile (if given). "" or the error (an "error" message of the peer,
 /// another type, the timeout).
+/// One look at the socket for a message while `dev` is progressed from this
+/// thread (64 passes, then a non-blocking receive) or by its worker threads (a
+/// 1 ms wait). Returns Oob::recv's result: 1 a message, 0 none yet, -1 error.
+int recv_progressing(Oob& oob, Device& dev, nlohmann::json& msg, std::string& error);
 std::string expect(Oob& oob, Endpoint* ep, const char* type, nlohmann::json& msg, milliseconds timeout);
 /// Prints the error of `role` and tells the peer (if `oob`); returns the exit status 1.
 int fail(const Options& o, const std::string& role, const std::string& what, Oob* oob = nullptr);
