@@ -50,7 +50,7 @@ FrameInfo inspect_frame(std::span<const std::uint8_t> f) noexcept {
     fi.has_bth = true;
     fi.bth_offset = static_cast<std::uint16_t>(bth);
     fi.opcode = f[bth];
-    fi.is_data = fi.opcode >= static_cast<std::uint8_t>(wire::Opcode::write_first) &&
+    fi.is_data = fi.opcode >= static_cast<std::uint8_t>(wire::Opcode::send_first) &&
                  fi.opcode <= static_cast<std::uint8_t>(wire::Opcode::write_only_imm);
     return fi;
 }

@@ -21,7 +21,7 @@ struct FrameInfo {
     bool has_ipv6 = false;        ///< ethertype 0x86DD and a whole first IPv6 header (version 6)
     bool has_udp = false;         ///< the IPv6 header before UDP and the UDP header are present: `ev` valid
     bool has_bth = false;         ///< BTH present: `opcode`, `is_data` valid
-    bool is_data = false;         ///< opcode 0xC6..0xCB
+    bool is_data = false;         ///< opcode 0xC0..0xCB (SEND_*, WRITE_*)
     std::uint8_t opcode = 0;
     std::uint32_t ev = 0;         ///< UDP source port << 16 | low 16 bits of the flow label
     std::uint16_t ip_offset = 0;  ///< the IPv6 header that precedes UDP (inner in SRv6 mode)

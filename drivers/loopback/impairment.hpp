@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Impairments of one loopback link direction (src endpoint → dst endpoint on
 // one plane). Each effect has its own selector (all frames, data frames only
-// or control frames only; data = BTH opcode 0xC6..0xCB, frames that do not
+// or control frames only; data = BTH opcode 0xC0..0xCB, frames that do not
 // parse far enough to show an opcode count as control) and its own seeded
 // random stream (rng.hpp). A default-constructed Impairment does nothing.
 //
@@ -27,7 +27,7 @@ namespace omrc::loopback {
 /// Which frames an effect applies to.
 enum class Select : std::uint8_t {
     all = 0,
-    data,     ///< BTH opcode 0xC6..0xCB (WRITE_*)
+    data,     ///< BTH opcode 0xC0..0xCB (SEND_*, WRITE_*)
     control,  ///< every other frame (ACK, SACK, NACK, probe, endpoint messages, unparseable)
 };
 

@@ -67,21 +67,24 @@ enum omrc_wc_status {
 
 /* ibv_wc_opcode numbering. */
 enum omrc_wc_opcode {
+    OMRC_WC_SEND = 0,                /* a send-queue SEND (with or without immediate) */
     OMRC_WC_RDMA_WRITE = 1,          /* a send-queue RDMA WRITE (with or without immediate) */
+    OMRC_WC_RECV = 128,              /* a receive filled by an incoming SEND / SEND_WITH_IMM */
     OMRC_WC_RECV_RDMA_WITH_IMM = 129 /* a receive consumed by an incoming WRITE_WITH_IMM */
 };
 
 /* Bits of omrc_wc.wc_flags. */
-#define OMRC_WC_WITH_IMM (1u << 1) /* imm_data is valid */
+#define OMRC_WC_WITH_IMM (1u << 1)   /* imm_data is valid */
+#define OMRC_WC_SOLICITED (1u << 16) /* OMRC_WC_RECV: the sender set OMRC_SEND_SOLICITED */
 
 struct omrc_wc {
     uint64_t wr_id;
     enum omrc_wc_status status;
     enum omrc_wc_opcode opcode;
-    uint32_t byte_len; /* OMRC_WC_RECV_RDMA_WITH_IMM: bytes of the message; sends: 0 */
+    uint32_t byte_len; /* OMRC_WC_RECV / OMRC_WC_RECV_RDMA_WITH_IMM: bytes of the message; sends: 0 */
     uint32_t imm_data; /* host byte order (ibverbs keeps it big-endian) */
     uint32_t qp_num;
-    uint32_t wc_flags; /* OMRC_WC_WITH_IMM */
+    uint32_t wc_flags; /* OMRC_WC_WITH_IMM, OMRC_WC_SOLICITED */
 };
 
 /* "success", "wr_flush_err", ...; "unknown" for a value that is no status. */
@@ -107,11 +110,16 @@ struct omrc_sge {
  * Work requests */
 
 /* ibv_wr_opcode numbering. */
-enum omrc_wr_opcode { OMRC_WR_RDMA_WRITE = 0, OMRC_WR_RDMA_WRITE_WITH_IMM = 1 };
+enum omrc_wr_opcode {
+    OMRC_WR_RDMA_WRITE = 0,
+    OMRC_WR_RDMA_WRITE_WITH_IMM = 1,
+    OMRC_WR_SEND = 2,         /* into the peer's next receive (remote_addr and rkey unused) */
+    OMRC_WR_SEND_WITH_IMM = 3 /* the same, with imm_data in the receive's completion */
+};
 
 /* Bits of omrc_send_wr.send_flags (ibverbs values). */
 #define OMRC_SEND_SIGNALED (1u << 1)  /* a completion on success too (errors always complete) */
-#define OMRC_SEND_SOLICITED (1u << 2) /* accepted, no effect (no CQ event channel) */
+#define OMRC_SEND_SOLICITED (1u << 2) /* SEND: the peer's receive completion carries OMRC_WC_SOLICITED */
 #define OMRC_SEND_INLINE (1u << 3)    /* payload copied at post time, no MR needed */
 
 /* ibv_send_wr without the linked list: post an array. */
@@ -123,12 +131,13 @@ struct omrc_send_wr {
     uint32_t num_sge;
     uint64_t remote_addr; /* peer virtual address */
     uint32_t rkey;        /* peer MR */
-    uint32_t imm_data;    /* OMRC_WR_RDMA_WRITE_WITH_IMM, host byte order */
+    uint32_t imm_data;    /* OMRC_WR_*_WITH_IMM, host byte order */
 };
 
-/* A receive, consumed by an incoming WRITE_WITH_IMM (which writes at its
- * RETH address): the SGEs are validated and their total length kept, no byte
- * is written into them. */
+/* A receive, consumed in order by the peer's next SEND / SEND_WITH_IMM (its
+ * bytes scattered into the SGEs; a longer message completes loc_len_err) or
+ * WRITE_WITH_IMM (which writes at its RETH address and leaves the SGEs
+ * untouched). */
 struct omrc_recv_wr {
     uint64_t wr_id;
     const struct omrc_sge* sg_list;
@@ -234,6 +243,12 @@ struct omrc_qp_attr {
     uint64_t timeout_ns;      /* no progress for timeout * (retry_cnt + 1) -> retry_exc_err */
     uint32_t retry_cnt;
     struct omrc_cc_config cc;
+    /* SEND into a peer with no receive posted (RNR NAK): retries before
+     * rnr_retry_exc_err, 0..7, 7 = without limit (IBTA); RTR->RTS or later. */
+    uint32_t rnr_retry;
+    /* The wait this QP asks of a sender it refuses for want of a receive:
+     * IBTA's RNR timer code 0..31 (12 = 0.64 ms); INIT->RTR or later. */
+    uint32_t min_rnr_timer;
 };
 
 /* Bits of the mask given to omrc_qp_modify. */
@@ -248,6 +263,8 @@ struct omrc_qp_attr {
 #define OMRC_QP_TIMEOUT (1u << 8)
 #define OMRC_QP_RETRY_CNT (1u << 9)
 #define OMRC_QP_CC (1u << 10)
+#define OMRC_QP_MIN_RNR_TIMER (1u << 11)
+#define OMRC_QP_RNR_RETRY (1u << 12)
 
 /* ------------------------------------------------------------------------
  * Device options */

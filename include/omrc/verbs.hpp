@@ -76,7 +76,9 @@ const char* to_string(WcStatus s) noexcept;
 
 /// Completion opcode, numbered as ibverbs' ibv_wc_opcode.
 enum class WcOpcode : std::uint8_t {
+    send = 0,                  ///< a send-queue SEND (with or without immediate)
     rdma_write = 1,            ///< a send-queue RDMA WRITE (with or without immediate)
+    recv = 128,                ///< a receive that an incoming SEND (with or without immediate) filled
     recv_rdma_with_imm = 129,  ///< a receive consumed by an incoming WRITE_WITH_IMM
 };
 
@@ -90,12 +92,16 @@ struct Wc {
     std::uint64_t wr_id = 0;
     WcStatus status = WcStatus::success;
     WcOpcode opcode = WcOpcode::rdma_write;
-    /// recv_rdma_with_imm: bytes of the incoming message. Send completions: 0.
+    /// Receives (recv, recv_rdma_with_imm): bytes of the incoming message;
+    /// send completions: bytes of the message sent.
     std::uint32_t byte_len = 0;
     /// Host byte order (ibverbs keeps it big-endian; OpenMRC does not).
     std::uint32_t imm_data = 0;
     std::uint32_t qp_num = 0;
     std::uint32_t wc_flags = 0;  ///< WcFlags
+    /// recv: the sender asked for a solicited event (SendFlags::solicited):
+    /// what ibv_req_notify_cq(cq, solicited_only = 1) waits for.
+    bool solicited = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -122,13 +128,14 @@ struct Sge {
 // Work requests
 
 /// Send opcodes, ibverbs values (ibv_wr_opcode).
-enum class WrOpcode : std::uint8_t { rdma_write = 0, rdma_write_with_imm = 1 };
+enum class WrOpcode : std::uint8_t { rdma_write = 0, rdma_write_with_imm = 1, send = 2, send_with_imm = 3 };
 
 /// Bits of SendWr::send_flags (ibverbs values).
 struct SendFlags {
     /// Produce a completion on success (errors always complete).
     static constexpr std::uint32_t signaled = 1u << 1;
-    /// Accepted for compatibility; OpenMRC has no CQ event channel, so it has no effect.
+    /// SEND: the receiver's completion is a solicited event (Wc::solicited).
+    /// Accepted on WRITEs, where it has no effect.
     static constexpr std::uint32_t solicited = 1u << 2;
     /// The payload is copied at post time: the SGEs need no MR (lkey ignored)
     /// and the buffers may be reused as soon as post_send() returns.
@@ -142,15 +149,19 @@ struct SendWr {
     WrOpcode opcode = WrOpcode::rdma_write;
     std::uint32_t send_flags = 0;        ///< SendFlags
     std::span<const Sge> sg_list{};      ///< read during post_send() only
-    std::uint64_t remote_addr = 0;       ///< peer virtual address
-    std::uint32_t rkey = 0;              ///< peer MR
-    std::uint32_t imm_data = 0;          ///< rdma_write_with_imm, host byte order
+    std::uint64_t remote_addr = 0;       ///< WRITEs: peer virtual address (SENDs: unused)
+    std::uint32_t rkey = 0;              ///< WRITEs: peer MR (SENDs: unused)
+    std::uint32_t imm_data = 0;          ///< *_with_imm, host byte order
 };
 
-/// A receive work request (ibv_recv_wr). A receive is consumed only by an
-/// incoming WRITE_WITH_IMM (which writes at its RETH address, not into
-/// sg_list); the SGEs are validated (lkey, bounds, LOCAL_WRITE) and their
-/// total length is kept, but no byte is written into them.
+/// A receive work request (ibv_recv_wr). Receives are consumed in the order
+/// they were posted, one per incoming SEND or WRITE_WITH_IMM, in message
+/// order. A SEND's bytes are scattered over sg_list in order (validated at
+/// post time: lkey, bounds, LOCAL_WRITE); a SEND longer than the receive
+/// completes it with loc_len_err and the QP enters ERR. A WRITE_WITH_IMM
+/// writes at its RETH address, not into sg_list. A SEND that finds no
+/// receive is refused with an RNR NAK and sent again after
+/// QpAttr::min_rnr_timer (the sender's rnr_retry bounds how often).
 struct RecvWr {
     std::uint64_t wr_id = 0;
     std::span<const Sge> sg_list{};
@@ -308,10 +319,11 @@ struct DeviceAddress {
 /// selected by a QpAttrMask; the transitions need:
 ///   RESET→INIT  state | access_flags
 ///   INIT→RTR    state | path | dest_qpn | rq_psn | mtu   (optional: mpr)
-///   RTR→RTS     state | sq_psn                         (optional: timeout, retry_cnt, cc)
+///   INIT→RTR    optional: min_rnr_timer
+///   RTR→RTS     state | sq_psn                         (optional: timeout, retry_cnt, rnr_retry, cc)
 ///   any→ERR, any→RESET: state
-/// Without QpAttrMask::state the QP stays in its state and only timeout and
-/// retry_cnt may change.
+/// Without QpAttrMask::state the QP stays in its state and only timeout,
+/// retry_cnt, rnr_retry and min_rnr_timer may change.
 struct QpAttr {
     QpState qp_state = QpState::reset;
     std::uint32_t qp_access_flags = 0;  ///< AccessFlags the peer may use (REMOTE_WRITE to be written)
@@ -329,6 +341,12 @@ struct QpAttr {
     std::uint32_t sq_psn = 0;           ///< our first PSN (24 bits)
     std::uint64_t timeout_ns = 4'000'000;  ///< no progress for timeout · (retry_cnt + 1) → retry_exc_err
     std::uint32_t retry_cnt = 7;
+    /// RNR NAKs (a SEND found no receive at the peer) waited out per SEND
+    /// before it fails with rnr_retry_exc_err: 0..7, 7 = without limit (IBTA).
+    std::uint32_t rnr_retry = 7;
+    /// The IBTA RNR timer code (0..31) our RNR NAKs ask the sender to wait:
+    /// 1 = 10 µs .. 31 = 491.52 ms, 0 = 655.36 ms; 12 = 0.64 ms.
+    std::uint32_t min_rnr_timer = 12;
     CcConfig cc{};
 };
 
@@ -345,6 +363,8 @@ struct QpAttrMask {
     static constexpr std::uint32_t timeout = 1u << 8;
     static constexpr std::uint32_t retry_cnt = 1u << 9;
     static constexpr std::uint32_t cc = 1u << 10;
+    static constexpr std::uint32_t min_rnr_timer = 1u << 11;  ///< INIT→RTR or later
+    static constexpr std::uint32_t rnr_retry = 1u << 12;      ///< RTR→RTS or later
 };
 
 // ---------------------------------------------------------------------------
@@ -653,6 +673,10 @@ public:
     /// completion is lost (the queue grows), but an overrun means the
     /// consumer polls too rarely or the CQ is too small; counted, logged once.
     [[nodiscard]] std::uint64_t overruns() const noexcept { return overruns_; }
+    /// Completions ever added that a solicited-only notification
+    /// (ibv_req_notify_cq(cq, 1)) fires on: a RECV with Wc::solicited, or any
+    /// completion in error (IBTA). Monotonic; compare two readings.
+    [[nodiscard]] std::uint64_t solicited_events() const noexcept { return solicited_events_; }
 
 private:
     friend class Device;
@@ -664,7 +688,8 @@ private:
     int cqe_;
     std::deque<Wc> entries_;
     std::uint64_t overruns_ = 0;
-    std::uint32_t qps_ = 0;  ///< live QPs using this CQ
+    std::uint64_t solicited_events_ = 0;  ///< see solicited_events()
+    std::uint32_t qps_ = 0;               ///< live QPs using this CQ
 };
 
 /// A reliable-connected queue pair driven by the multipath engine.

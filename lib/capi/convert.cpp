@@ -29,7 +29,8 @@ static_assert(OMRC_WC_SUCCESS == static_cast<int>(WcStatus::success) &&
               OMRC_WC_RETRY_EXC_ERR == static_cast<int>(WcStatus::retry_exc_err) &&
               OMRC_WC_RNR_RETRY_EXC_ERR == static_cast<int>(WcStatus::rnr_retry_exc_err) &&
               OMRC_WC_GENERAL_ERR == static_cast<int>(WcStatus::general_err));
-static_assert(OMRC_WC_RDMA_WRITE == static_cast<int>(WcOpcode::rdma_write) &&
+static_assert(OMRC_WC_SEND == static_cast<int>(WcOpcode::send) && OMRC_WC_RECV == static_cast<int>(WcOpcode::recv) &&
+              OMRC_WC_RDMA_WRITE == static_cast<int>(WcOpcode::rdma_write) &&
               OMRC_WC_RECV_RDMA_WITH_IMM == static_cast<int>(WcOpcode::recv_rdma_with_imm));
 static_assert(OMRC_WC_WITH_IMM == WcFlags::with_imm);
 static_assert(OMRC_ACCESS_LOCAL_WRITE == AccessFlags::local_write &&
@@ -37,7 +38,9 @@ static_assert(OMRC_ACCESS_LOCAL_WRITE == AccessFlags::local_write &&
               OMRC_ACCESS_REMOTE_READ == AccessFlags::remote_read &&
               OMRC_ACCESS_REMOTE_ATOMIC == AccessFlags::remote_atomic);
 static_assert(OMRC_WR_RDMA_WRITE == static_cast<int>(WrOpcode::rdma_write) &&
-              OMRC_WR_RDMA_WRITE_WITH_IMM == static_cast<int>(WrOpcode::rdma_write_with_imm));
+              OMRC_WR_RDMA_WRITE_WITH_IMM == static_cast<int>(WrOpcode::rdma_write_with_imm) &&
+              OMRC_WR_SEND == static_cast<int>(WrOpcode::send) &&
+              OMRC_WR_SEND_WITH_IMM == static_cast<int>(WrOpcode::send_with_imm));
 static_assert(OMRC_SEND_SIGNALED == SendFlags::signaled && OMRC_SEND_SOLICITED == SendFlags::solicited &&
               OMRC_SEND_INLINE == SendFlags::inline_);
 static_assert(OMRC_QPS_RESET == static_cast<int>(QpState::reset) &&
@@ -58,7 +61,8 @@ static_assert(OMRC_QP_STATE == QpAttrMask::state && OMRC_QP_ACCESS_FLAGS == QpAt
               OMRC_QP_RQ_PSN == QpAttrMask::rq_psn && OMRC_QP_MTU == QpAttrMask::mtu &&
               OMRC_QP_MPR == QpAttrMask::mpr && OMRC_QP_SQ_PSN == QpAttrMask::sq_psn &&
               OMRC_QP_TIMEOUT == QpAttrMask::timeout && OMRC_QP_RETRY_CNT == QpAttrMask::retry_cnt &&
-              OMRC_QP_CC == QpAttrMask::cc);
+              OMRC_QP_CC == QpAttrMask::cc && OMRC_QP_MIN_RNR_TIMER == QpAttrMask::min_rnr_timer &&
+              OMRC_QP_RNR_RETRY == QpAttrMask::rnr_retry);
 
 // The address is a plain value without padding (byte-serialisable as it is).
 static_assert(sizeof(omrc_device_address) == OMRC_DEVICE_ADDRESS_BYTES);
@@ -235,6 +239,8 @@ int from_c(const omrc_qp_attr& in, std::uint32_t mask, QpAttr& out) noexcept {
     out.sq_psn = in.sq_psn;
     out.timeout_ns = in.timeout_ns;
     out.retry_cnt = in.retry_cnt;
+    out.rnr_retry = in.rnr_retry;
+    out.min_rnr_timer = in.min_rnr_timer;
     return 0;
 }
 
@@ -255,6 +261,8 @@ omrc_qp_attr to_c(const QpAttr& a) noexcept {
     c.timeout_ns = a.timeout_ns;
     c.retry_cnt = a.retry_cnt;
     c.cc = to_c(a.cc);
+    c.rnr_retry = a.rnr_retry;
+    c.min_rnr_timer = a.min_rnr_timer;
     return c;
 }
 
@@ -266,7 +274,7 @@ omrc_wc to_c(const Wc& wc) noexcept {
     c.byte_len = wc.byte_len;
     c.imm_data = wc.imm_data;
     c.qp_num = wc.qp_num;
-    c.wc_flags = wc.wc_flags;
+    c.wc_flags = wc.wc_flags | (wc.solicited ? OMRC_WC_SOLICITED : 0u);
     return c;
 }
 

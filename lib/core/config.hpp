@@ -221,12 +221,28 @@ struct QpAttr {
     std::uint32_t evs = 128;            ///< active EVs, split equally over planes (≥ planes)
     std::uint32_t backup_evs = 32;      ///< known-good spares kept per QP
     PathPlan plan{};                    ///< policy planned: the T1s the QP may use (set with kAttrPath)
+    /// Receiver: the IBTA RNR timer code (5 bits) its RNR NAKs carry: how
+    /// long the sender waits before it sends again (rnr_timer_ns()).
+    std::uint8_t min_rnr_timer = 12;    ///< 0.64 ms
     // RTS
     std::uint32_t sq_psn = 0;           ///< our first PSN
     std::uint64_t timeout_ns = 4'000'000;  ///< no progress for timeout · (retry_cnt + 1) → RETRY_EXC_ERR
     std::uint32_t retry_cnt = 7;
+    /// Sender: RNR NAKs (no receive posted at the peer) it waits out per
+    /// SEND before the WR fails with rnr_retry_exc_err; 7 = without limit (IBTA).
+    std::uint8_t rnr_retry = 7;
     CcConfig cc{};
 };
+
+/// The wait an IBTA RNR timer code (5 bits, the AETH of an RNR NAK) stands
+/// for: code 0 is 655.36 ms, codes 1..31 run from 10 µs to 491.52 ms.
+[[nodiscard]] constexpr std::uint64_t rnr_timer_ns(std::uint8_t code) noexcept {
+    constexpr std::uint32_t kMicros[32] = {655360, 10,    20,    30,    40,    60,    80,    120,
+                                           160,    240,   320,   480,   640,   960,   1280,  1920,
+                                           2560,   3840,  5120,  7680,  10240, 15360, 20480, 30720,
+                                           40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+    return std::uint64_t{kMicros[code & 31]} * 1000;
+}
 
 /// Bits of QpAttr a modify call sets (ibverbs attr_mask).
 enum QpAttrMask : std::uint32_t {
@@ -241,6 +257,8 @@ enum QpAttrMask : std::uint32_t {
     kAttrTimeout = 1u << 8,
     kAttrRetryCnt = 1u << 9,
     kAttrCc = 1u << 10,
+    kAttrMinRnrTimer = 1u << 11,  ///< INIT→RTR or later
+    kAttrRnrRetry = 1u << 12,     ///< RTR→RTS or later
 };
 
 }  // namespace omrc::core

@@ -53,6 +53,8 @@ const char* to_string(DropReason r) noexcept {
         case DropReason::remote_access: return "remote_access";
         case DropReason::bad_length: return "bad_length";
         case DropReason::trimmed: return "trimmed";
+        case DropReason::rnr: return "rnr";
+        case DropReason::recv_too_small: return "recv_too_small";
         case DropReason::unexpected: return "unexpected";
         case DropReason::count_: break;
     }
@@ -246,9 +248,14 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         const CcAlgorithmInfo* cc = find_cc(a.cc.algorithm);
         if (cc == nullptr || find_path_policy(a.policy) == nullptr) return {EINVAL};
         const std::uint32_t access = qp->attr.access_flags, pd = qp->attr.pd;
+        const std::uint8_t rnr_timer = (c.mask & kAttrMinRnrTimer) ? a.min_rnr_timer : qp->attr.min_rnr_timer;
+        if (rnr_timer > 31) return {EINVAL};
+        const std::uint8_t rnr_retry = qp->attr.rnr_retry;  // set at RTS (kAttrRnrRetry)
         qp->attr = a;
         qp->attr.access_flags = access;
         qp->attr.pd = pd;
+        qp->attr.min_rnr_timer = rnr_timer;
+        qp->attr.rnr_retry = rnr_retry;
         qp->attr.dest_conn_id = conn_id_of(a.dest_qp_num);  // whatever the caller passed
         qp->attr.mpr = mpr;
         qp->cc_info = cc;
@@ -271,6 +278,10 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->snd_una = qp->snd_nxt = a.sq_psn;
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
+        if (c.mask & kAttrRnrRetry) {
+            if (a.rnr_retry > 7) return {EINVAL};
+            qp->attr.rnr_retry = a.rnr_retry;
+        }
         if (c.mask & kAttrCc) qp->attr.cc = a.cc;
         qp->cc_info = cc;
         qp->attr.sq_psn = a.sq_psn;
@@ -294,8 +305,12 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
             if (qp->paths.size() != 0)
                 qp->paths.replan(a.plan, rng_, [&](std::size_t slot) { untrack_slot(*qp, slot); });
         }
+        if ((c.mask & kAttrMinRnrTimer) && a.min_rnr_timer > 31) return {EINVAL};
+        if ((c.mask & kAttrRnrRetry) && a.rnr_retry > 7) return {EINVAL};
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
+        if (c.mask & kAttrMinRnrTimer) qp->attr.min_rnr_timer = a.min_rnr_timer;
+        if (c.mask & kAttrRnrRetry) qp->attr.rnr_retry = a.rnr_retry;
         return {kOk};
     }
     return {EINVAL};
@@ -338,7 +353,7 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
             complete({.wr_id = wr.wr_id,
                       .qpn = qp->qpn,
                       .status = WcStatus::wr_flush_err,
-                      .opcode = WcOpcode::rdma_write,
+                      .opcode = wr.is_send ? WcOpcode::send : WcOpcode::rdma_write,
                       .sq_retired = ++qp->sq_retired});
             continue;
         }
@@ -359,7 +374,8 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         }
         m.npkts = std::max<std::uint32_t>(1, (m.length + qp->attr.mtu_bytes - 1) / qp->attr.mtu_bytes);
         m.msn = qp->next_msn++;
-        m.rqmsn = wr.with_imm ? qp->next_rqmsn++ : qp->next_rqmsn;
+        // SEND and WRITE_WITH_IMM consume a receive at the peer, in this order.
+        m.rqmsn = wr.with_imm || wr.is_send ? qp->next_rqmsn++ : qp->next_rqmsn;
         if (qp->sq_unsegmented == 0) {
             qp->seg_msg = slot;
             qp->seg_offset = 0;
@@ -386,10 +402,7 @@ SubmitResult Engine::post_recv(const CmdPostRecv& c) {
         if (qp->state == QpState::reset) return {EINVAL, 0, i};
         if (qp->rq.size() >= qp->caps.max_recv_wr) return {ENOMEM, 0, i};
         if (qp->state == QpState::err) {
-            complete({.wr_id = c.wrs[i].wr_id,
-                      .qpn = qp->qpn,
-                      .status = WcStatus::wr_flush_err,
-                      .opcode = WcOpcode::recv_rdma_with_imm});
+            complete({.wr_id = c.wrs[i].wr_id, .qpn = qp->qpn, .status = WcStatus::wr_flush_err, .opcode = WcOpcode::recv});
             continue;
         }
         qp->rq.push_back(c.wrs[i]);
@@ -449,16 +462,13 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
         complete({.wr_id = m.req.wr_id,
                   .qpn = qp.qpn,
                   .status = first ? first_status : WcStatus::wr_flush_err,
-                  .opcode = WcOpcode::rdma_write,
+                  .opcode = m.req.is_send ? WcOpcode::send : WcOpcode::rdma_write,
                   .sq_retired = ++qp.sq_retired});
         first = false;
     }
     qp.sq_count = qp.sq_unsegmented = 0;
     for (std::size_t i = 0; i < qp.rq.size(); ++i)
-        complete({.wr_id = qp.rq[i].wr_id,
-                  .qpn = qp.qpn,
-                  .status = WcStatus::wr_flush_err,
-                  .opcode = WcOpcode::recv_rdma_with_imm});
+        complete({.wr_id = qp.rq[i].wr_id, .qpn = qp.qpn, .status = WcStatus::wr_flush_err, .opcode = WcOpcode::recv});
     qp.rq.clear();
     qp.imms.clear();
     qp.resend.clear();

@@ -158,6 +158,11 @@ private:
     void on_sack(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_nack(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now);
+    /// An RNR NAK for `psn` (in the send window): wait (IBTA timer code), then resend it.
+    void on_rnr_nak(Qp& qp, std::uint32_t psn, std::uint8_t timer_code, TimeNs now);
+    /// The message of `psn` (in the send window) completes with `st`; the
+    /// earlier outstanding ones are flushed and the QP enters ERR.
+    void fail_message(Qp& qp, std::uint32_t psn, WcStatus st, TimeNs now);
     /// Round trip of the transmission the SACK's trigger echo names, or 0.
     TimeNs rtt_sample(const Qp& qp, const wire::SethHdr& s, std::uint16_t ts_echo, TimeNs now) const noexcept;
     /// `marked`: the packet arrived with ECN CE (the SACK's trigger, with M = SKIP_ONCE).
@@ -232,6 +237,9 @@ private:
 
     // engine_rx.cpp: receiver
     void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);
+    /// Places a SEND packet into the receive its RQMSN names; false when it
+    /// was refused (RNR NAK, a receive too small, bad fields: counted, NAKed).
+    bool place_send(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_probe(Qp& qp, const wire::FrameView& f, std::uint8_t plane, TimeNs now);
     /// `no_reply`: another engine of the device answers this request (RxFrame::no_reply).

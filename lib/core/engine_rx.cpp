@@ -329,9 +329,76 @@ void Engine::send_aeth_nak(Qp& qp, wire::AethSyndrome syndrome, std::uint32_t ps
     ++qp.stats.naks_sent;
 }
 
+bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    // A SEND packet goes into the receive its RQMSN names, at its offset:
+    // receives are taken in message order, so the k-th receive posted
+    // after the rq_consumed taken so far holds RQMSN rq_consumed + k.
+    const std::uint32_t psn = f.bth.psn;
+    const wire::RethHdr reth = f.reth();
+    const auto len = static_cast<std::uint32_t>(f.payload.size());
+    const auto k = static_cast<std::uint16_t>(f.meth().rqmsn - qp.rq_consumed);
+    if (reth.rkey != 0 || reth.va > reth.dma_len - len || k >= 0x8000) {
+        drop(DropReason::bad_length);  // an offset past the message, or a receive consumed long ago
+        return false;
+    }
+    if (k >= qp.rq.size()) {
+        // Receiver not ready (IBTA RNR): nothing is placed or acknowledged;
+        // the sender waits the time the NAK carries and sends it again.
+        drop(DropReason::rnr);
+        ++qp.stats.rnr_naks_sent;
+        send_aeth_nak(qp, static_cast<wire::AethSyndrome>(0x20 | (qp.attr.min_rnr_timer & 0x1F)), psn);
+        return false;
+    }
+    const RecvRequest& r = qp.rq[k];
+    if (reth.dma_len > r.length) {
+        // IBTA: a message longer than its receive fails the receive with a
+        // local length error, the sender's WR with an invalid request NAK,
+        // and both QPs enter ERR.
+        drop(DropReason::recv_too_small);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, psn);
+        for (std::uint16_t e = 0; e < k; ++e) {
+            complete({.wr_id = qp.rq.front().wr_id, .qpn = qp.qpn, .status = WcStatus::wr_flush_err, .opcode = WcOpcode::recv});
+            qp.rq.pop_front();
+        }
+        complete({.wr_id = qp.rq.front().wr_id,
+                  .qpn = qp.qpn,
+                  .status = WcStatus::loc_len_err,
+                  .opcode = WcOpcode::recv,
+                  .byte_len = reth.dma_len});
+        qp.rq.pop_front();
+        enter_error(qp, WcStatus::wr_flush_err, now);
+        return false;
+    }
+    // Scatter [va, va + len) of the message over the receive's SGEs.
+    std::uint32_t skip = static_cast<std::uint32_t>(reth.va), done = 0;
+    for (std::size_t i = 0; i < r.sge_count && done < len; ++i) {
+        const RecvSge& sge = r.sges[i];
+        if (skip >= sge.len) {
+            skip -= sge.len;
+            continue;
+        }
+        const std::uint32_t take = std::min(sge.len - skip, len - done);
+        const PlaceStatus ps =
+            memory_ ? memory_->place_local(qp.attr.pd, sge.lkey, sge.addr == nullptr ? nullptr : sge.addr + skip,
+                                           f.payload.subspan(done, take))
+                    : PlaceStatus::ok;
+        if (ps != PlaceStatus::ok) {
+            // The receive's MR went away under it: a local protection error here,
+            // a remote operational error for the sender.
+            drop(DropReason::remote_access);
+            send_aeth_nak(qp, wire::AethSyndrome::nak_remote_op, psn);
+            enter_error(qp, WcStatus::wr_flush_err, now);
+            return false;
+        }
+        done += take;
+        skip = 0;
+    }
+    return true;
+}
+
 void Engine::deliver_imms(Qp& qp) {
-    // A WRITE_WITH_IMM completes only when every PSN up to its last packet —
-    // all of this message and of every earlier one — has been placed.
+    // A receive completes only when every PSN up to its message's last
+    // packet — all of this message and of every earlier one — has been placed.
     while (!qp.imms.empty() && psn_diff(qp.imms.front().last_psn, qp.rcv_cack) <= 0) {
         if (qp.rq.empty()) {
             // Documented behaviour: the data is placed and acknowledged; the
@@ -343,16 +410,19 @@ void Engine::deliver_imms(Qp& qp) {
             return;
         }
         const PendingImm& im = qp.imms.front();
-        const RecvRequest r = qp.rq.front();
+        const std::uint64_t wr_id = qp.rq.front().wr_id;
         qp.rq.pop_front();
-        complete({.wr_id = r.wr_id,
+        ++qp.rq_consumed;
+        complete({.wr_id = wr_id,
                   .qpn = qp.qpn,
                   .status = WcStatus::success,
-                  .opcode = WcOpcode::recv_rdma_with_imm,
-                  .has_imm = true,
+                  .opcode = im.send ? WcOpcode::recv : WcOpcode::recv_rdma_with_imm,
+                  .has_imm = im.has_imm,
+                  .solicited = im.solicited,
                   .byte_len = im.byte_len,
                   .imm_data = im.imm});
         ++qp.stats.recv_completions;
+        if (im.send) ++qp.stats.send_msgs_received;
         qp.imms.pop_front();
     }
 }
@@ -414,19 +484,24 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
                        .reason = wire::NackReason::psn_oor_window});
         return;
     }
-    if (!(qp.attr.access_flags & kAccessRemoteWrite)) {
-        drop(DropReason::remote_access);
-        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, psn);
-        return;
-    }
-    PlaceStatus ps = PlaceStatus::ok;
-    if (memory_ && wire::is_first_of_message(f.bth.opcode) && reth.dma_len > len)
-        ps = memory_->check(qp.attr.pd, reth.rkey, reth.va, reth.dma_len);
-    if (memory_ && ps == PlaceStatus::ok) ps = memory_->place(qp.attr.pd, reth.rkey, reth.va, f.payload);
-    if (ps != PlaceStatus::ok) {
-        drop(DropReason::remote_access);
-        send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, psn);
-        return;
+    const bool send = wire::is_send_opcode(f.bth.opcode);
+    if (send) {
+        if (!place_send(qp, f, now)) return;
+    } else {
+        if (!(qp.attr.access_flags & kAccessRemoteWrite)) {
+            drop(DropReason::remote_access);
+            send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, psn);
+            return;
+        }
+        PlaceStatus ps = PlaceStatus::ok;
+        if (memory_ && wire::is_first_of_message(f.bth.opcode) && reth.dma_len > len)
+            ps = memory_->check(qp.attr.pd, reth.rkey, reth.va, reth.dma_len);
+        if (memory_ && ps == PlaceStatus::ok) ps = memory_->place(qp.attr.pd, reth.rkey, reth.va, f.payload);
+        if (ps != PlaceStatus::ok) {
+            drop(DropReason::remote_access);
+            send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, psn);
+            return;
+        }
     }
     qp.set_rcv_bit(psn, true);
     if (qp.rcv_ooo == 0 || psn_diff(psn, qp.rcv_highest) > 0) qp.rcv_highest = psn;
@@ -434,9 +509,17 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     ++qp.stats.data_pkts_received;
     qp.stats.data_bytes_received += len;
     qp.rcvd_bytes += len;
-    if (wire::carries_imm(f.bth.opcode))
-        insert_ordered(qp.imms, psn, PendingImm{psn, f.imm().imm, reth.dma_len},
+    if (wire::is_last_of_message(f.bth.opcode) && (send || wire::carries_imm(f.bth.opcode))) {
+        const bool imm = wire::carries_imm(f.bth.opcode);
+        insert_ordered(qp.imms, psn,
+                       PendingImm{.last_psn = psn,
+                                  .imm = imm ? f.imm().imm : 0,
+                                  .byte_len = reth.dma_len,
+                                  .send = send,
+                                  .has_imm = imm,
+                                  .solicited = f.bth.solicited},
                        [](const PendingImm& p) { return p.last_psn; });
+    }
     if (wire::is_last_of_message(f.bth.opcode))
         insert_ordered(qp.msg_ends, psn, psn, [](std::uint32_t p) { return p; });
     // Advance the cumulative PSN over the run of received bits after it.

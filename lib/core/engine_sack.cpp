@@ -91,11 +91,13 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
         const std::uint32_t last = psn_add(m.first_psn, m.npkts - 1);
         if (psn_diff(last, qp.snd_una) >= 0) break;
         ++qp.sq_retired;
+        // A SEND acknowledged whole was placed into a receive: the peer is ready again.
+        if (m.req.is_send) qp.rnr_waits_used = 0;
         if (m.req.signaled) {
             complete({.wr_id = m.req.wr_id,
                       .qpn = qp.qpn,
                       .status = WcStatus::success,
-                      .opcode = WcOpcode::rdma_write,
+                      .opcode = m.req.is_send ? WcOpcode::send : WcOpcode::rdma_write,
                       .byte_len = m.length,
                       .sq_retired = qp.sq_retired});
             ++qp.stats.send_completions;
@@ -325,14 +327,43 @@ void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
     }
     // A NAK names the refused packet by its PSN (IB); its message carries the error.
     if (psn_diff(psn, qp.snd_una) < 0 || psn_diff(psn, qp.snd_nxt) >= 0) return drop(DropReason::forged_ack);
+    if (wire::is_rnr_nak(aeth.syndrome)) return on_rnr_nak(qp, psn, aeth.syndrome & 0x1F, now);
+    fail_message(qp, psn, syndrome == wire::AethSyndrome::nak_remote_access     ? WcStatus::rem_access_err
+                          : syndrome == wire::AethSyndrome::nak_invalid_request ? WcStatus::rem_inv_req_err
+                                                                                : WcStatus::rem_op_err,
+                 now);
+}
+
+void Engine::on_rnr_nak(Qp& qp, std::uint32_t psn, std::uint8_t timer_code, TimeNs now) {
+    // The peer had no receive for the SEND this packet belongs to: the path
+    // delivered it (no loss, no congestion), the packet goes again once the
+    // wait the peer asked for has passed (IBTA RNR NAK). NAKs of the other
+    // packets in flight during one wait spend no further retry.
+    TxPkt& p = qp.pkt(psn);
+    if (p.acked) return;
+    ++qp.stats.rnr_naks_received;
+    if (!qp.rnr_waiting(now)) {
+        if (qp.attr.rnr_retry != 7 && qp.rnr_waits_used >= qp.attr.rnr_retry)
+            return fail_message(qp, psn, WcStatus::rnr_retry_exc_err, now);
+        ++qp.rnr_waits_used;
+        ++qp.stats.rnr_waits;
+        qp.rnr_until_ns = now + rnr_timer_ns(timer_code);
+        if (qp.rnr_until_ns < qp.next_scan_ns) {
+            qp.next_scan_ns = qp.rnr_until_ns;
+            arm_timer(qp);
+        }
+    }
+    // The peer answers: a wait is progress as far as the retry budget goes.
+    qp.last_progress_ns = now;
+    mark_lost(qp, psn, false);
+}
+
+void Engine::fail_message(Qp& qp, std::uint32_t psn, WcStatus st, TimeNs now) {
     const std::uint32_t slot = qp.pkt(psn).msg_slot;
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
     const std::uint32_t segmented = qp.sq_count - qp.sq_unsegmented;
     const std::uint32_t k = (slot + n - qp.sq_head) % n;  // position of its message among the outstanding ones
     if (k >= segmented) return drop(DropReason::forged_ack);
-    WcStatus st = WcStatus::rem_op_err;
-    if (syndrome == wire::AethSyndrome::nak_remote_access) st = WcStatus::rem_access_err;
-    else if (syndrome == wire::AethSyndrome::nak_invalid_request) st = WcStatus::rem_inv_req_err;
     // Earlier messages still outstanding cannot be confirmed any more:
     // they are flushed, the NAKed one carries the error, the QP stops.
     for (std::uint32_t e = 0; e < k; ++e) {
@@ -340,7 +371,7 @@ void Engine::on_aeth(Qp& qp, const wire::FrameView& f, TimeNs now) {
         complete({.wr_id = early.req.wr_id,
                   .qpn = qp.qpn,
                   .status = WcStatus::wr_flush_err,
-                  .opcode = WcOpcode::rdma_write,
+                  .opcode = early.req.is_send ? WcOpcode::send : WcOpcode::rdma_write,
                   .sq_retired = ++qp.sq_retired});
         qp.sq_head = (qp.sq_head + 1) % n;
         --qp.sq_count;

@@ -19,9 +19,19 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
         return;
     }
     const TimeNs timeout = ev_timeout(qp);
+    // 0. An RNR wait that has passed: what it held may go.
+    TimeNs next = kNever;
+    if (qp.rnr_until_ns != 0) {
+        if (now >= qp.rnr_until_ns) {
+            qp.rnr_until_ns = 0;
+            want_tx(qp);
+        } else {
+            next = qp.rnr_until_ns;
+        }
+    }
     // 1. Per-EV oldest-unacknowledged timers; 2. path-order suspicions whose
     // reorder window has passed (engine_loss.cpp).
-    TimeNs next = detect_losses_by_timeout(qp, timeout, now);
+    next = std::min(next, detect_losses_by_timeout(qp, timeout, now));
     next = std::min(next, infer_pending_losses(qp, SackView{}, now));
     // 3. The window sweep for packets no EV ring tracks.
     const bool in_flight = qp.snd_una != qp.snd_nxt;

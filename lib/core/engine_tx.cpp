@@ -50,6 +50,8 @@ int Engine::select_slot(Qp& qp, std::uint32_t planes, TimeNs now) {
 }
 
 bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
+    // An RNR wait holds every data packet (IBTA: the requester pauses), new or resent.
+    if (qp.rnr_waiting(now)) return false;
     // Another QP's alarm first: this QP's packets must not follow it into a dead T1.
     if (qp.alarms_seen != path_alarms_.seq()) apply_path_alarms(qp, now);
     const std::uint32_t planes = usable_planes(qp);
@@ -176,7 +178,11 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     fields.payload_len = p.len;
     fields.meth = {m.rqmsn, m.msn};
     fields.tx_timestamp = tseth_ticks(now);
-    fields.reth = {m.req.remote_addr + p.offset, m.req.rkey, m.length};
+    // A SEND's RETH: VA is the packet's byte offset in the message, R_Key 0
+    // (docs/PROTOCOL.md §4.4); the receiver places it into the receive its RQMSN names.
+    fields.reth = m.req.is_send ? wire::RethHdr{p.offset, 0, m.length}
+                                : wire::RethHdr{m.req.remote_addr + p.offset, m.req.rkey, m.length};
+    fields.solicited = m.req.solicited && wire::is_last_of_message(fields.opcode);
     fields.imm = m.req.imm_data;
     fields.crth = qp.credit != nullptr ? &crth : nullptr;
     const std::size_t hlen = qp.data_tmpl.write(out.header.data(), fields);

@@ -33,7 +33,7 @@ struct SendMsg {
     std::uint32_t first_psn = 0;
     std::uint32_t npkts = 0;                ///< ≥ 1 (a zero-length message takes one packet)
     std::uint16_t msn = 0;
-    std::uint16_t rqmsn = 0;                ///< receive-queue MSN (WRITE_WITH_IMM messages only)
+    std::uint16_t rqmsn = 0;                ///< receive-queue MSN (SEND and WRITE_WITH_IMM: the receive it consumes)
 
     /// Opcode of the packet at byte `offset` carrying `len` bytes. Decided
     /// from bytes, never from a PSN difference: a message may span more PSNs
@@ -43,6 +43,12 @@ struct SendMsg {
         const bool imm = req.with_imm;
         const bool first = offset == 0;
         const bool last = std::uint64_t{offset} + len >= length;
+        if (req.is_send) {
+            if (first && last) return imm ? wire::Opcode::send_only_imm : wire::Opcode::send_only;
+            if (first) return wire::Opcode::send_first;
+            if (last) return imm ? wire::Opcode::send_last_imm : wire::Opcode::send_last;
+            return wire::Opcode::send_middle;
+        }
         if (first && last) return imm ? wire::Opcode::write_only_imm : wire::Opcode::write_only;
         if (first) return wire::Opcode::write_first;
         if (last) return imm ? wire::Opcode::write_last_imm : wire::Opcode::write_last;
@@ -75,11 +81,16 @@ struct TxPkt {
     return static_cast<std::uint16_t>(t / wire::TsethHdr::kTickNs);
 }
 
-/// Immediate data of a WRITE_WITH_IMM whose last packet has arrived.
+/// A message that consumes a receive (SEND, WRITE_WITH_IMM) whose last
+/// packet has arrived: its receive completes once every PSN up to that
+/// packet has (receives complete in message order).
 struct PendingImm {
     std::uint32_t last_psn = 0;   ///< completes once cack_psn reaches it
     std::uint32_t imm = 0;
     std::uint32_t byte_len = 0;
+    bool send = false;             ///< a SEND (placed into the receive) rather than a WRITE_WITH_IMM
+    bool has_imm = false;          ///< imm is valid (always for WRITE_WITH_IMM; SEND_WITH_IMM)
+    bool solicited = false;        ///< its last packet had BTH.SE
     bool counted_waiting = false;  ///< already counted in QpStats::imm_waiting_for_recv
 };
 
@@ -103,6 +114,9 @@ struct Qp {
     std::uint32_t snd_nxt = 0;      ///< next new PSN
     std::uint16_t next_msn = 0;
     std::uint16_t next_rqmsn = 0;
+    /// RNR: no data leaves before this time (an RNR NAK's wait; 0: none).
+    TimeNs rnr_until_ns = 0;
+    std::uint8_t rnr_waits_used = 0;  ///< RNR waits since a SEND last completed (against attr.rnr_retry)
     std::vector<TxPkt> pkts;        ///< ring indexed by psn & pkt_mask
     std::uint32_t pkt_mask = 0;
     std::uint32_t window_pkts = 0;  ///< send window = peer's receive window
@@ -181,7 +195,8 @@ struct Qp {
     std::uint32_t rcv_highest = 0;     ///< highest PSN received beyond rcv_cack (valid while rcv_ooo > 0)
     std::uint16_t sack_followups = 0;  ///< timer SACKs left for the sweep since the last arrival (engine_rx.cpp send_sack)
     Ring<PendingImm> imms;          ///< ordered by last_psn
-    Ring<RecvRequest> rq;
+    Ring<RecvRequest> rq;           ///< posted receives; rq[k] takes RQMSN rq_consumed + k
+    std::uint16_t rq_consumed = 0;  ///< receives consumed so far (mod 2^16): the RQMSN rq.front() takes
 
     // ---- engine bookkeeping ----
     bool tx_listed = false;         ///< on the engine's list of QPs with something to send
@@ -191,6 +206,8 @@ struct Qp {
 
     /// Earliest time this QP's timers have work.
     [[nodiscard]] TimeNs deadline() const noexcept { return ack_deadline < next_scan_ns ? ack_deadline : next_scan_ns; }
+    /// Whether an RNR wait keeps the QP from sending at `now`.
+    [[nodiscard]] bool rnr_waiting(TimeNs now) const noexcept { return rnr_until_ns != 0 && now < rnr_until_ns; }
     /// Bytes in the network for the congestion window: in flight less what
     /// the peer holds unreported (CC_STATE ooo_count).
     [[nodiscard]] std::uint64_t pipe_bytes() const noexcept {

@@ -24,6 +24,8 @@ enum class DropReason : std::uint8_t {
     remote_access,    ///< placement refused (rkey, PD, access, bounds): NAKed
     bad_length,       ///< payload length inconsistent with MTU or message length
     trimmed,          ///< trimmed data packet (NACKed, not placed)
+    rnr,              ///< SEND with no receive posted for it: RNR NAKed, not placed (the sender resends)
+    recv_too_small,   ///< SEND longer than its receive buffer: NAKed (invalid request), the QP fails
     unexpected,       ///< opcode not expected here (e.g. EP response without request)
     count_
 };
@@ -127,6 +129,11 @@ struct QpStats {
     std::uint64_t transport_acks_sent = 0; ///< positive 0xD1 ACKs (EngineConfig::send_transport_acks)
     std::uint64_t recv_completions = 0;
     std::uint64_t imm_waiting_for_recv = 0; ///< WRITE_WITH_IMM held because no receive was posted
+    std::uint64_t send_msgs_received = 0;  ///< SEND messages completed into receives
+    std::uint64_t rnr_naks_sent = 0;       ///< SEND packets refused for want of a receive (AETH RNR NAK)
+    // sender side, SEND
+    std::uint64_t rnr_naks_received = 0;   ///< RNR NAKs acted on (each resends its packet after the wait)
+    std::uint64_t rnr_waits = 0;           ///< RNR waits begun (each spends one of attr.rnr_retry)
 };
 
 }  // namespace omrc::core

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 namespace omrc::core {
@@ -30,7 +31,8 @@ enum class WcStatus : std::uint8_t {
     general_err = 21,
 };
 
-enum class WcOpcode : std::uint8_t { rdma_write = 1, recv_rdma_with_imm = 129 };
+/// Completion opcode, numbered as ibverbs' ibv_wc_opcode.
+enum class WcOpcode : std::uint8_t { send = 0, rdma_write = 1, recv = 128, recv_rdma_with_imm = 129 };
 
 struct Completion {
     std::uint64_t wr_id = 0;
@@ -38,7 +40,9 @@ struct Completion {
     WcStatus status = WcStatus::success;
     WcOpcode opcode = WcOpcode::rdma_write;
     bool has_imm = false;
-    std::uint32_t byte_len = 0;   ///< recv: bytes of the WRITE_WITH_IMM message
+    /// recv: the message's last packet had BTH.SE (a solicited event, ibv_req_notify_cq(cq, 1))
+    bool solicited = false;
+    std::uint32_t byte_len = 0;   ///< recv: bytes of the message (SEND or WRITE_WITH_IMM)
     std::uint32_t imm_data = 0;   ///< host order as posted by the peer
     /// Send-side completions: the send WRs the QP's send queue has retired
     /// so far, this one included (signalled or not, mod 2^32): what a poster
@@ -68,6 +72,10 @@ inline constexpr std::size_t kMaxSge = 8;
 /// A send work request, resolved.
 struct SendRequest {
     std::uint64_t wr_id = 0;
+    /// SEND (placed into the peer's next receive WR) instead of RDMA WRITE
+    /// (placed at remote_addr through rkey, both then unused).
+    bool is_send = false;
+    bool solicited = false;   ///< BTH.SE on the last packet (SEND only; IBV_SEND_SOLICITED)
     bool with_imm = false;
     bool signaled = true;
     std::uint32_t imm_data = 0;
@@ -79,9 +87,19 @@ struct SendRequest {
     bool is_inline = false;
 };
 
+/// A receive buffer piece validated by the verbs layer (lkey, bounds,
+/// LOCAL_WRITE); placement writes through PlacementTarget::place_local.
+struct RecvSge {
+    std::uint8_t* addr = nullptr;  ///< null: a model without memory (the simulator)
+    std::uint32_t len = 0;
+    std::uint32_t lkey = 0;
+};
+
 struct RecvRequest {
     std::uint64_t wr_id = 0;
-    std::uint32_t length = 0;  ///< total bytes of its scatter list (WRITE_WITH_IMM only consumes it)
+    std::uint32_t length = 0;  ///< total bytes of its scatter list: the largest SEND it takes
+    std::uint8_t sge_count = 0;
+    std::array<RecvSge, kMaxSge> sges{};  ///< where a SEND's bytes go, in order (a WRITE_WITH_IMM writes none)
 };
 
 /// Outcome of placing received payload.
@@ -107,6 +125,17 @@ public:
     /// simulator's memory model) check per packet only.
     virtual PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
         (void)pd, (void)rkey, (void)va, (void)len;
+        return PlaceStatus::ok;
+    }
+    /// Writes SEND payload into a receive buffer piece [addr, addr+len) of
+    /// the MR of `lkey` (checked when the receive was posted; checked again
+    /// here, since the MR may have been deregistered since: bad_rkey then).
+    /// The default copies when addr is not null (a model without memory
+    /// posts receives without buffers).
+    virtual PlaceStatus place_local(std::uint32_t pd, std::uint32_t lkey, std::uint8_t* addr,
+                                    std::span<const std::uint8_t> bytes) {
+        (void)pd, (void)lkey;
+        if (addr != nullptr && !bytes.empty()) std::memcpy(addr, bytes.data(), bytes.size());
         return PlaceStatus::ok;
     }
 };

@@ -142,7 +142,9 @@ void Context::notify_armed_locked() {
     auto it = armed.begin();
     while (it != armed.end()) {
         Cq* cq = *it;
-        if (cq->ocq->size() == 0) {
+        const bool due = cq->armed_solicited_only ? cq->ocq->solicited_events() != cq->armed_solicited_mark
+                                                  : cq->ocq->size() != 0;
+        if (!due) {
             ++it;
             continue;
         }

@@ -17,6 +17,17 @@ namespace {
 
 constexpr unsigned kSendFlagsKnown = IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
 
+/// ibverbs' send opcode as OpenMRC's; false for one OpenMRC does not carry.
+bool to_omrc_opcode(int op, WrOpcode& out) {
+    switch (op) {
+        case IBV_WR_RDMA_WRITE: out = WrOpcode::rdma_write; return true;
+        case IBV_WR_RDMA_WRITE_WITH_IMM: out = WrOpcode::rdma_write_with_imm; return true;
+        case IBV_WR_SEND: out = WrOpcode::send; return true;
+        case IBV_WR_SEND_WITH_IMM: out = WrOpcode::send_with_imm; return true;
+        default: return false;
+    }
+}
+
 const char* opcode_name(int op) {
     switch (op) {
         case IBV_WR_SEND: return "SEND";
@@ -78,7 +89,8 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
         std::size_t n = 0;
         ibv_send_wr* stop_at = nullptr;  // the WR that failed validation
         for (; wr != nullptr && n < kBatch; wr = wr->next) {
-            if (wr->opcode != IBV_WR_RDMA_WRITE && wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
+            WrOpcode op{};
+            if (!to_omrc_opcode(wr->opcode, op)) {
                 log_unsupported(q, wr->opcode);
                 err = EOPNOTSUPP;
             } else if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > kMaxSge ||
@@ -92,15 +104,17 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
             SendWr& o = wrs[n];
             o = SendWr{};
             o.wr_id = wr->wr_id;
-            o.opcode = wr->opcode == IBV_WR_RDMA_WRITE ? WrOpcode::rdma_write : WrOpcode::rdma_write_with_imm;
+            o.opcode = op;
             // SIGNALED, SOLICITED and INLINE have ibverbs' values in SendFlags; FENCE orders
             // nothing here (no READ or atomics to wait for).
             o.send_flags = wr->send_flags & (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
             for (int s = 0; s < wr->num_sge; ++s)
                 sges[n][s] = {wr->sg_list[s].addr, wr->sg_list[s].length, wr->sg_list[s].lkey};
             o.sg_list = std::span<const Sge>(sges[n].data(), static_cast<std::size_t>(wr->num_sge));
-            o.remote_addr = wr->wr.rdma.remote_addr;
-            o.rkey = wr->wr.rdma.rkey;
+            if (op == WrOpcode::rdma_write || op == WrOpcode::rdma_write_with_imm) {
+                o.remote_addr = wr->wr.rdma.remote_addr;
+                o.rkey = wr->wr.rdma.rkey;
+            }
             o.imm_data = ntohl(wr->imm_data);
             src[n++] = wr;
         }
@@ -166,10 +180,13 @@ int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc) {
 }
 
 int req_notify_cq_op(ibv_cq* cq, int solicited_only) {
-    (void)solicited_only;  // every completion is an event here
     Cq& q = *reinterpret_cast<Cq*>(cq);
     Context& c = *to_ctx(cq->context);
     std::lock_guard g(c.mu);
+    // Solicited only: the next solicited RECV or error completion from now
+    // (IBTA); otherwise the next completion, or one already waiting.
+    q.armed_solicited_only = solicited_only != 0;
+    q.armed_solicited_mark = q.ocq->solicited_events();
     if (!q.armed) {
         q.armed = true;
         c.armed.push_back(&q);
@@ -214,6 +231,12 @@ void wr_start(ibv_qp_ex* x) {
     q.builder.open = true;
     q.builder.error = 0;
     q.builder.wrs.clear();
+}
+
+void wr_send(ibv_qp_ex* x) { (void)start_wr(x, WrOpcode::send, IBV_QP_EX_WITH_SEND); }
+
+void wr_send_imm(ibv_qp_ex* x, __be32 imm) {
+    if (PendingWr* p = start_wr(x, WrOpcode::send_with_imm, IBV_QP_EX_WITH_SEND_WITH_IMM)) p->wr.imm_data = ntohl(imm);
 }
 
 void wr_rdma_write(ibv_qp_ex* x, uint32_t rkey, uint64_t remote_addr) {
@@ -314,8 +337,6 @@ void wr_atomic_fetch_add(ibv_qp_ex* x, uint32_t, uint64_t, uint64_t) { unsupport
 void wr_bind_mw(ibv_qp_ex* x, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { unsupported_wr(x, IBV_WR_BIND_MW); }
 void wr_local_inv(ibv_qp_ex* x, uint32_t) { unsupported_wr(x, IBV_WR_LOCAL_INV); }
 void wr_rdma_read(ibv_qp_ex* x, uint32_t, uint64_t) { unsupported_wr(x, IBV_WR_RDMA_READ); }
-void wr_send(ibv_qp_ex* x) { unsupported_wr(x, IBV_WR_SEND); }
-void wr_send_imm(ibv_qp_ex* x, __be32) { unsupported_wr(x, IBV_WR_SEND_WITH_IMM); }
 void wr_send_inv(ibv_qp_ex* x, uint32_t) { unsupported_wr(x, IBV_WR_SEND_WITH_INV); }
 void wr_send_tso(ibv_qp_ex* x, void*, uint16_t, uint16_t) { unsupported_wr(x, IBV_WR_TSO); }
 void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah*, uint32_t, uint32_t) { qp_of(x).builder.error = EOPNOTSUPP; }

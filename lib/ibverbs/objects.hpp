@@ -106,6 +106,10 @@ struct Cq {
     std::unique_ptr<omrc::Cq> ocq;
     CompChannel* channel = nullptr;
     bool armed = false;          ///< under the context's mu
+    /// Armed with solicited_only: fires when ocq->solicited_events() passes
+    /// armed_solicited_mark (under mu).
+    bool armed_solicited_only = false;
+    std::uint64_t armed_solicited_mark = 0;
     std::uint32_t qps = 0;       ///< QPs using it (under mu)
 };
 

@@ -26,6 +26,9 @@ namespace {
 
 constexpr std::uint32_t kMaxWr = 65536;
 constexpr std::uint32_t kMaxInline = 4096;
+/// The ibv_qp_ex builder operations an OpenMRC RC QP carries.
+constexpr std::uint64_t kSendOpsSupported = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                                            IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 /// Access bits OpenMRC understands; the optional ones (relaxed ordering and
 /// the rest of IBV_ACCESS_OPTIONAL_RANGE) and HUGETLB are hints it may ignore.
 constexpr unsigned kAccessKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
@@ -189,10 +192,11 @@ ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
                                  attr->create_flags);
         return fail_null<ibv_qp>(EOPNOTSUPP);
     }
-    std::uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    std::uint64_t ops = kSendOpsSupported;
     if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
         if ((attr->send_ops_flags & ~ops) != 0) {
-            omrc::log::logger().warn("ibverbs: send_ops_flags 0x{:x}: OpenMRC QPs do RDMA WRITE and WRITE_WITH_IMM only",
+            omrc::log::logger().warn("ibverbs: send_ops_flags 0x{:x}: OpenMRC QPs do RDMA WRITE, WRITE_WITH_IMM, SEND "
+                                     "and SEND_WITH_IMM only",
                                attr->send_ops_flags);
             return fail_null<ibv_qp>(EOPNOTSUPP);
         }
@@ -406,8 +410,7 @@ ibv_qp* omrc_ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
     ex.comp_mask = IBV_QP_INIT_ATTR_PD;
     ex.pd = pd;
     return guarded("create_qp", [&] {
-        return create(to_ctx(pd->context), reinterpret_cast<Pd*>(pd), ex, &attr->cap,
-                      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM);
+        return create(to_ctx(pd->context), reinterpret_cast<Pd*>(pd), ex, &attr->cap, kSendOpsSupported);
     });
 }
 
@@ -487,6 +490,14 @@ int omrc_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     if (to_rts) {
         a.cc = cfg.qp.cc;
         m |= QpAttrMask::cc;
+    }
+    if (mask & IBV_QP_RNR_RETRY) {
+        a.rnr_retry = attr->rnr_retry;
+        m |= QpAttrMask::rnr_retry;
+    }
+    if (mask & IBV_QP_MIN_RNR_TIMER) {
+        a.min_rnr_timer = attr->min_rnr_timer;
+        m |= QpAttrMask::min_rnr_timer;
     }
     int rc;
     {

@@ -218,6 +218,8 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"ecn_received", s.ecn_received},           {"sacks_sent", s.sacks_sent},
         {"nacks_sent", s.nacks_sent},               {"naks_sent", s.naks_sent},
         {"recv_completions", s.recv_completions},   {"imm_waiting_for_recv", s.imm_waiting_for_recv},
+        {"send_msgs_received", s.send_msgs_received},   {"rnr_naks_sent", s.rnr_naks_sent},
+        {"rnr_naks_received", s.rnr_naks_received},     {"rnr_waits", s.rnr_waits},
         {"always_skip_received", s.always_skip_received}, {"restores_received", s.restores_received},
         {"penalties_received", s.penalties_received}, {"transport_acks_received", s.transport_acks_received},
         {"transport_acks_sent", s.transport_acks_sent}, {"ev_probes_sent", s.ev_probes_sent},

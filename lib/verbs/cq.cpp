@@ -57,7 +57,7 @@ void detail::DeviceCore::route_completion(const core::Completion& c) {
         return;
     }
     Qp& qp = *it->second;
-    const bool recv = c.opcode == core::WcOpcode::recv_rdma_with_imm;
+    const bool recv = c.opcode == core::WcOpcode::recv || c.opcode == core::WcOpcode::recv_rdma_with_imm;
     // What a poster on this thread knows of the QP (Qp::post_send with a worker thread).
     if (recv) ++qp.rq_retired_;
     else qp.sq_retired_ = c.sq_retired;
@@ -71,11 +71,13 @@ void detail::DeviceCore::route_completion(const core::Completion& c) {
     wc.imm_data = c.imm_data;
     wc.qp_num = c.qpn;
     wc.wc_flags = c.has_imm ? WcFlags::with_imm : 0;
+    wc.solicited = c.solicited;
     if (cq.entries_.size() >= static_cast<std::size_t>(cq.cqe_)) {
         if (cq.overruns_++ == 0)
             log::logger().warn("CQ overrun: {} completions waiting in a CQ of {}; it grows, "
                                    "but the consumer polls too rarely", cq.entries_.size(), cq.cqe_);
     }
+    if (wc.solicited || wc.status != WcStatus::success) ++cq.solicited_events_;
     cq.entries_.push_back(wc);
 }
 
@@ -88,6 +90,8 @@ static_assert(static_cast<int>(WcStatus::rem_access_err) == static_cast<int>(cor
 static_assert(static_cast<int>(WcStatus::retry_exc_err) == static_cast<int>(core::WcStatus::retry_exc_err));
 static_assert(static_cast<int>(WcStatus::general_err) == static_cast<int>(core::WcStatus::general_err));
 static_assert(static_cast<int>(WcOpcode::rdma_write) == static_cast<int>(core::WcOpcode::rdma_write));
+static_assert(static_cast<int>(WcOpcode::send) == static_cast<int>(core::WcOpcode::send) &&
+              static_cast<int>(WcOpcode::recv) == static_cast<int>(core::WcOpcode::recv));
 static_assert(static_cast<int>(WcOpcode::recv_rdma_with_imm) ==
               static_cast<int>(core::WcOpcode::recv_rdma_with_imm));
 static_assert(AccessFlags::local_write == core::kAccessLocalWrite &&

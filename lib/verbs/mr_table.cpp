@@ -111,3 +111,21 @@ core::PlaceStatus MrTable::place_counted(MrTableStats& stats, std::uint32_t pd, 
 }
 
 }  // namespace omrc::verbs
+
+namespace omrc::verbs {
+
+core::PlaceStatus MrTable::place_local_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t lkey,
+                                               std::uint8_t* addr, std::span<const std::uint8_t> bytes) const noexcept {
+    if (bytes.empty()) return core::PlaceStatus::ok;
+    const auto va = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(addr));
+    if (!check_local(pd, lkey, va, bytes.size(), core::kAccessLocalWrite)) {
+        ++stats.rejected[static_cast<std::size_t>(core::PlaceStatus::bad_rkey)];
+        return core::PlaceStatus::bad_rkey;
+    }
+    std::memcpy(addr, bytes.data(), bytes.size());
+    ++stats.placed_pkts;
+    stats.placed_bytes += bytes.size();
+    return core::PlaceStatus::ok;
+}
+
+}  // namespace omrc::verbs

@@ -78,6 +78,14 @@ public:
     core::PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) override {
         return check_counted(stats_, pd, rkey, va, len);
     }
+    /// A SEND's bytes into a receive buffer: the MR of `lkey` is still live
+    /// (the receive was checked when posted) and holds the range, then copied.
+    core::PlaceStatus place_local(std::uint32_t pd, std::uint32_t lkey, std::uint8_t* addr,
+                                  std::span<const std::uint8_t> bytes) override {
+        return place_local_counted(stats_, pd, lkey, addr, bytes);
+    }
+    core::PlaceStatus place_local_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t lkey, std::uint8_t* addr,
+                                          std::span<const std::uint8_t> bytes) const noexcept;
 
     /// place() and check() counting into `stats` instead of the table's
     /// own: what each worker's MrPlacement calls (several threads may do so
@@ -140,6 +148,10 @@ public:
     }
     core::PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) override {
         return table_.check_counted(stats_, pd, rkey, va, len);
+    }
+    core::PlaceStatus place_local(std::uint32_t pd, std::uint32_t lkey, std::uint8_t* addr,
+                                  std::span<const std::uint8_t> bytes) override {
+        return table_.place_local_counted(stats_, pd, lkey, addr, bytes);
     }
     /// placed_pkts, placed_bytes and rejected (registered/deregistered stay 0).
     [[nodiscard]] const MrTableStats& stats() const noexcept { return stats_; }

@@ -29,8 +29,9 @@ static_assert(QpAttrMask::state == core::kAttrState && QpAttrMask::access_flags 
               QpAttrMask::rq_psn == core::kAttrRqPsn && QpAttrMask::mtu == core::kAttrMtu &&
               QpAttrMask::mpr == core::kAttrMpr && QpAttrMask::sq_psn == core::kAttrSqPsn &&
               QpAttrMask::timeout == core::kAttrTimeout && QpAttrMask::retry_cnt == core::kAttrRetryCnt &&
-              QpAttrMask::cc == core::kAttrCc);
-constexpr std::uint32_t kKnownMask = (core::kAttrCc << 1) - 1;
+              QpAttrMask::cc == core::kAttrCc && QpAttrMask::min_rnr_timer == core::kAttrMinRnrTimer &&
+              QpAttrMask::rnr_retry == core::kAttrRnrRetry);
+constexpr std::uint32_t kKnownMask = (core::kAttrRnrRetry << 1) - 1;
 
 bool to_core(QpState s, core::QpState& out) {
     switch (s) {
@@ -168,6 +169,11 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.sq_psn = attr.sq_psn;
     a.timeout_ns = attr.timeout_ns;
     a.retry_cnt = attr.retry_cnt;
+    if (((mask & QpAttrMask::rnr_retry) && attr.rnr_retry > 7) ||
+        ((mask & QpAttrMask::min_rnr_timer) && attr.min_rnr_timer > 31))
+        return EINVAL;
+    a.rnr_retry = static_cast<std::uint8_t>(attr.rnr_retry);
+    a.min_rnr_timer = static_cast<std::uint8_t>(attr.min_rnr_timer);
     a.cc = detail::to_core(attr.cc);
     const core::SubmitResult r = w.engine->submit(cmd, d.now());
     w.loop->kick();  // a move to ERR produces flush completions
@@ -227,7 +233,8 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
     int err = 0;
     for (const SendWr& wr : wrs) {
         const bool is_inline = (wr.send_flags & SendFlags::inline_) != 0;
-        bool ok = (wr.opcode == WrOpcode::rdma_write || wr.opcode == WrOpcode::rdma_write_with_imm) &&
+        bool ok = (wr.opcode == WrOpcode::rdma_write || wr.opcode == WrOpcode::rdma_write_with_imm ||
+                   wr.opcode == WrOpcode::send || wr.opcode == WrOpcode::send_with_imm) &&
                   (wr.send_flags & ~kKnownSendFlags) == 0 && wr.sg_list.size() <= cap_.max_send_sge;
         core::SendRequest r{};
         std::uint64_t total = 0;
@@ -246,11 +253,13 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
             break;
         }
         r.wr_id = wr.wr_id;
-        r.with_imm = wr.opcode == WrOpcode::rdma_write_with_imm;
+        r.is_send = wr.opcode == WrOpcode::send || wr.opcode == WrOpcode::send_with_imm;
+        r.with_imm = wr.opcode == WrOpcode::rdma_write_with_imm || wr.opcode == WrOpcode::send_with_imm;
+        r.solicited = r.is_send && (wr.send_flags & SendFlags::solicited) != 0;
         r.signaled = sq_sig_all_ || (wr.send_flags & SendFlags::signaled) != 0;
         r.imm_data = wr.imm_data;
-        r.remote_addr = wr.remote_addr;
-        r.rkey = wr.rkey;
+        r.remote_addr = r.is_send ? 0 : wr.remote_addr;
+        r.rkey = r.is_send ? 0 : wr.rkey;
         r.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
         r.is_inline = is_inline;
         reqs.push_back(r);
@@ -318,16 +327,21 @@ int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
     for (const RecvWr& wr : wrs) {
         bool ok = wr.sg_list.size() <= cap_.max_recv_sge;
         std::uint64_t total = 0;
+        core::RecvRequest r{};
         for (std::size_t s = 0; ok && s < wr.sg_list.size(); ++s) {
             const Sge& sge = wr.sg_list[s];
             ok = d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length, AccessFlags::local_write);
+            r.sges[s] = {reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length, sge.lkey};
             total += sge.length;
         }
         if (!ok || total > UINT32_MAX) {
             err = EINVAL;
             break;
         }
-        reqs.push_back({wr.wr_id, static_cast<std::uint32_t>(total)});
+        r.wr_id = wr.wr_id;
+        r.length = static_cast<std::uint32_t>(total);
+        r.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
+        reqs.push_back(r);
     }
     if (!w.threaded() || reqs.empty()) return submit_valid_prefix(d, w, core::CmdPostRecv{qpn_, reqs}, reqs.size(), err, bad_wr);
 

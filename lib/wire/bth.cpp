@@ -5,6 +5,12 @@ namespace omrc::wire {
 
 const char* opcode_name(Opcode op) noexcept {
     switch (op) {
+        case Opcode::send_first: return "SEND_FIRST";
+        case Opcode::send_middle: return "SEND_MIDDLE";
+        case Opcode::send_last: return "SEND_LAST";
+        case Opcode::send_last_imm: return "SEND_LAST_WITH_IMM";
+        case Opcode::send_only: return "SEND_ONLY";
+        case Opcode::send_only_imm: return "SEND_ONLY_WITH_IMM";
         case Opcode::write_first: return "WRITE_FIRST";
         case Opcode::write_middle: return "WRITE_MIDDLE";
         case Opcode::write_last: return "WRITE_LAST";

@@ -13,6 +13,16 @@
 namespace omrc::wire {
 
 enum class Opcode : std::uint8_t {
+    // OpenMRC's SEND (docs/PROTOCOL.md §3.1, §11.9): not MRC opcodes. The
+    // low five bits are IBTA RC's SEND numbering, as MRC's WRITEs follow
+    // IBTA's WRITE numbering; every packet carries METH and a RETH whose VA
+    // is its byte offset within the message (R_Key 0).
+    send_first = 0xC0,
+    send_middle = 0xC1,
+    send_last = 0xC2,
+    send_last_imm = 0xC3,
+    send_only = 0xC4,
+    send_only_imm = 0xC5,
     write_first = 0xC6,
     write_middle = 0xC7,
     write_last = 0xC8,
@@ -32,6 +42,7 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
 
 [[nodiscard]] constexpr bool is_known_opcode(std::uint8_t op) noexcept {
     switch (op) {
+        case 0xC0: case 0xC1: case 0xC2: case 0xC3: case 0xC4: case 0xC5:
         case 0xC6: case 0xC7: case 0xC8: case 0xC9: case 0xCA: case 0xCB:
         case 0xD1: case 0xD8: case 0xD9: case 0xDC: case 0xDD: case 0xDE:
             return true;
@@ -39,20 +50,28 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
             return false;
     }
 }
+/// A packet of a message (SEND_* or WRITE_*): consumes a PSN, carries METH and RETH.
 [[nodiscard]] constexpr bool is_data_opcode(Opcode op) noexcept {
-    return op >= Opcode::write_first && op <= Opcode::write_only_imm;
+    return op >= Opcode::send_first && op <= Opcode::write_only_imm;
+}
+/// SEND_*: placed into the receive WR its METH.RQMSN names, at RETH.VA bytes in.
+[[nodiscard]] constexpr bool is_send_opcode(Opcode op) noexcept {
+    return op >= Opcode::send_first && op <= Opcode::send_only_imm;
 }
 [[nodiscard]] constexpr bool carries_imm(Opcode op) noexcept {
-    return op == Opcode::write_last_imm || op == Opcode::write_only_imm;
+    return op == Opcode::write_last_imm || op == Opcode::write_only_imm || op == Opcode::send_last_imm ||
+           op == Opcode::send_only_imm;
 }
 /// First packet of a message (FIRST or ONLY): starts a new MSN.
 [[nodiscard]] constexpr bool is_first_of_message(Opcode op) noexcept {
-    return op == Opcode::write_first || op == Opcode::write_only || op == Opcode::write_only_imm;
+    return op == Opcode::write_first || op == Opcode::write_only || op == Opcode::write_only_imm ||
+           op == Opcode::send_first || op == Opcode::send_only || op == Opcode::send_only_imm;
 }
 /// Last packet of a message (LAST or ONLY).
 [[nodiscard]] constexpr bool is_last_of_message(Opcode op) noexcept {
     return op == Opcode::write_last || op == Opcode::write_last_imm || op == Opcode::write_only ||
-           op == Opcode::write_only_imm;
+           op == Opcode::write_only_imm || op == Opcode::send_last || op == Opcode::send_last_imm ||
+           op == Opcode::send_only || op == Opcode::send_only_imm;
 }
 const char* opcode_name(Opcode op) noexcept;
 

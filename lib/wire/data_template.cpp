@@ -46,6 +46,7 @@ std::size_t DataTemplate::write(std::uint8_t* out, const DataFields& f) const no
     bth.pad_count = static_cast<std::uint8_t>(pad);
     bth.ack_req = f.ack_req;
     bth.rtx = f.rtx;
+    bth.solicited = f.solicited;
     bth.cr = f.crth != nullptr;
     bth.psn = f.psn & 0xFFFFFF;
     std::uint8_t* p = out + bth_off_;

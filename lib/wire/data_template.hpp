@@ -25,6 +25,7 @@ struct DataFields {
     Opcode opcode = Opcode::write_only;  ///< a data opcode
     bool ack_req = false;
     bool rtx = false;
+    bool solicited = false;              ///< BTH.SE (a SEND's last packet, IBV_SEND_SOLICITED)
     std::uint32_t psn = 0;
     std::uint32_t payload_len = 0;
     MethHdr meth{};

@@ -13,11 +13,17 @@ namespace omrc::wire {
 std::size_t ext_header_size(Opcode op, bool ts, bool credit) noexcept {
     const std::size_t crth = credit ? CrthHdr::kSize : 0;
     switch (op) {
+        case Opcode::send_first:
+        case Opcode::send_middle:
+        case Opcode::send_last:
+        case Opcode::send_only:
         case Opcode::write_first:
         case Opcode::write_middle:
         case Opcode::write_last:
         case Opcode::write_only:
             return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize;
+        case Opcode::send_last_imm:
+        case Opcode::send_only_imm:
         case Opcode::write_last_imm:
         case Opcode::write_only_imm:
             return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize + ImmDtHdr::kSize;

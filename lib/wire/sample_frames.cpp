@@ -125,6 +125,17 @@ std::vector<SampleFrame> make_sample_frames() {
     k.seth.cc_type = mrc::kSethCcTypeCredit;
     k.cgth = {true, 200000 + i};
     out.push_back(finish("plain+credit/SACK", k, 0));
+    // OpenMRC's SEND (docs/PROTOCOL.md §11.9): RETH.VA is the packet's byte
+    // offset in the message, R_Key 0, DMALen the message length; METH.RQMSN
+    // names the receive. The second ends its message with an immediate and a
+    // solicited event.
+    FrameSpec sf = base_spec(FrameMode::plain, Opcode::send_first, ++i);
+    sf.reth = {0, 0, 8192};
+    out.push_back(finish("plain/SEND_FIRST", sf, 64));
+    FrameSpec so = base_spec(FrameMode::srv6, Opcode::send_only_imm, ++i);
+    so.reth = {0, 0, 61};
+    so.bth.solicited = true;
+    out.push_back(finish("srv6/SEND_ONLY_WITH_IMM", so, 61));
     return out;
 }
 

@@ -107,11 +107,16 @@ struct ImmDtHdr {
 /// AETH syndromes (IBTA): 0x00 ACK; 0x60..0x63 NAK codes.
 enum class AethSyndrome : std::uint8_t {
     ack = 0x00,
+    /// RNR NAK (receiver not ready: no receive WR for a SEND): 0x20 | the
+    /// IBTA RNR timer code in the low five bits.
+    rnr_nak = 0x20,
     nak_psn_seq_error = 0x60,
     nak_invalid_request = 0x61,
     nak_remote_access = 0x62,
     nak_remote_op = 0x63,
 };
+
+[[nodiscard]] constexpr bool is_rnr_nak(std::uint8_t syndrome) noexcept { return (syndrome & 0xE0) == 0x20; }
 
 /// ACK extended transport header (opcode 0xD1): RDMA-semantic ACK/NAK, kept
 /// separate from reliability (a packet may be SACKed and NAKed).

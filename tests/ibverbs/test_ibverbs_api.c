@@ -160,7 +160,7 @@ int main(void) {
     ia.cap.max_send_wr = 64;
     ia.cap.max_recv_wr = 64;
     ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
+    ia.cap.max_recv_sge = 2;
     errno = 0;
     CHECK(ibv_create_qp(pd, &ia) == NULL && errno == EOPNOTSUPP);
     ia.qp_type = IBV_QPT_RC;
@@ -182,7 +182,7 @@ int main(void) {
     iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
     errno = 0;
     CHECK(ibv_create_qp_ex(ctx, &iax) == NULL && errno == EOPNOTSUPP);
-    iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+    iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND;
     /* create_flags: the bit is accepted with no flag set, any flag refused. */
     iax.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
     iax.create_flags = IBV_QP_CREATE_SCATTER_FCS;
@@ -214,7 +214,7 @@ int main(void) {
     wr.wr.rdma.remote_addr = (uintptr_t)dst;
     wr.wr.rdma.rkey = dmr->rkey;
     CHECK(ibv_post_send(a, &wr, &bad) == EOPNOTSUPP && bad == &wr);
-    wr.opcode = IBV_WR_SEND;
+    wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
     CHECK(ibv_post_send(a, &wr, &bad) == EOPNOTSUPP);
 
     /* A receive for the WRITE_WITH_IMM, and an armed CQ on the channel. */
@@ -269,6 +269,34 @@ int main(void) {
     CHECK(wc[0].byte_len == kBytes / 16 && wc[0].qp_num == b->qp_num);
     CHECK(memcmp(src, dst, kBytes) == 0);
 
+    /* SEND_WITH_IMM, solicited, from a into a receive at b; a solicited-only arm fires on it. */
+    memset(dst, 0, 8192);
+    for (int i = 0; i < 5000; ++i) src[i] = (uint8_t)(i * 7 + 3);
+    struct ibv_sge rsge = {(uintptr_t)dst, 8192, dmr->lkey};
+    rwr.wr_id = 88;
+    rwr.sg_list = &rsge;
+    rwr.num_sge = 1;
+    CHECK(ibv_post_recv(b, &rwr, &rbad) == 0);
+    CHECK(ibv_req_notify_cq(rcq, 1) == 0);
+    struct ibv_sge ssge = {(uintptr_t)src, 5000, smr->lkey};
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = 9;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+    wr.sg_list = &ssge;
+    wr.num_sge = 1;
+    wr.imm_data = htonl(0xABC);
+    CHECK(ibv_post_send(a, &wr, &bad) == 0);
+    CHECK(poll_n(scq, wc, 1) == 1);
+    CHECK(wc[0].wr_id == 9 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND);
+    CHECK(poll(&pfd, 1, 10000) == 1);
+    CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == rcq);
+    ibv_ack_cq_events(ev_cq, 1);
+    CHECK(poll_n(rcq, wc, 1) == 1);
+    CHECK(wc[0].wr_id == 88 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV);
+    CHECK(wc[0].byte_len == 5000 && (wc[0].wc_flags & IBV_WC_WITH_IMM) && wc[0].imm_data == htonl(0xABC));
+    CHECK(memcmp(src, dst, 5000) == 0 && dst[5000] == 0);
+
     /* The new post API (ibv_qp_ex) on b, towards a's side: src gets dst back shifted. */
     struct ibv_qp_ex* bx = ibv_qp_to_qp_ex(b);
     CHECK(bx != NULL);
@@ -291,6 +319,25 @@ int main(void) {
     CHECK(poll_n(scq, wc, 3) == 3);
     CHECK(wc[0].wr_id == 5 && wc[1].wr_id == 6 && wc[2].wr_id == 7 && wc[2].status == IBV_WC_SUCCESS);
     CHECK(memcmp(src, hello, sizeof hello) == 0 && memcmp(src + 16, dst + 16, kBytes - 16) == 0);
+    /* The builder's SEND (inline) scattered over a two-SGE receive at a. */
+    struct ibv_sge two[2] = {{(uintptr_t)dst + 100, 10, dmr->lkey}, {(uintptr_t)dst + 300, 30, dmr->lkey}};
+    rwr.wr_id = 99;
+    rwr.sg_list = two;
+    rwr.num_sge = 2;
+    CHECK(ibv_post_recv(a, &rwr, &rbad) == 0);
+    ibv_wr_start(bx);
+    bx->wr_id = 8;
+    bx->wr_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+    ibv_wr_send(bx);
+    ibv_wr_set_inline_data(bx, "scattered-over-two-buffers", 26);
+    CHECK(ibv_wr_complete(bx) == 0);
+    CHECK(poll_n(scq, wc, 1) == 1 && wc[0].wr_id == 8 && wc[0].opcode == IBV_WC_SEND && wc[0].status == IBV_WC_SUCCESS);
+    CHECK(poll_n(rcq, wc, 1) == 1 && wc[0].wr_id == 99 && wc[0].opcode == IBV_WC_RECV && wc[0].byte_len == 26);
+    CHECK(memcmp(dst + 100, "scattered-", 10) == 0 && memcmp(dst + 300, "over-two-buffers", 16) == 0);
+    ibv_wr_start(bx);
+    ibv_wr_send_imm(bx, htonl(1)); /* not in b's send_ops_flags */
+    ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst, 64);
+    CHECK(ibv_wr_complete(bx) == EINVAL);
     ibv_wr_start(bx);
     ibv_wr_rdma_read(bx, smr2->rkey, (uintptr_t)src);
     ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst, 64);
@@ -298,11 +345,12 @@ int main(void) {
     CHECK(ibv_query_qp_data_in_order(a, IBV_WR_RDMA_WRITE, 0) == 0);
 
     /* Moving to ERR flushes posted receives. */
+    rwr.num_sge = 0;
     CHECK(ibv_post_recv(b, &rwr, &rbad) == 0);
     memset(&qa, 0, sizeof qa);
     qa.qp_state = IBV_QPS_ERR;
     CHECK(ibv_modify_qp(b, &qa, IBV_QP_STATE) == 0);
-    CHECK(poll_n(rcq, wc, 1) == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR);
+    CHECK(poll_n(rcq, wc, 1) == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR && wc[0].opcode == IBV_WC_RECV);
 
     CHECK(ibv_destroy_cq(scq) == EBUSY);  /* QPs use it */
     CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0);

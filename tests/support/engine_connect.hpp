@@ -53,8 +53,10 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
         a.peer_addr = endpoint_addr(peer.endpoint);
         a.peer_host = peer.endpoint;
         a.peer_macs = peer.macs;
-        const std::uint32_t rtr = core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu | core::kAttrMpr;
-        const std::uint32_t rts = core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt | core::kAttrCc;
+        const std::uint32_t rtr = core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu | core::kAttrMpr |
+                                   core::kAttrMinRnrTimer;
+        const std::uint32_t rts =
+            core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt | core::kAttrCc | core::kAttrRnrRetry;
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, rtr}, now).err != 0)
             throw std::runtime_error("modify to RTR failed");
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, rts}, now).err != 0)

@@ -44,8 +44,10 @@ const char* trim_name(wire::TrimKind t) noexcept {
 
 /// AETH syndromes (IBTA), as wire::AethSyndrome names them; others in hex.
 std::string syndrome_name(std::uint8_t s) {
+    if (wire::is_rnr_nak(s)) return fmt::format("rnr_nak(timer={})", s & 0x1F);
     switch (static_cast<wire::AethSyndrome>(s)) {
         case wire::AethSyndrome::ack: return "ack";
+        case wire::AethSyndrome::rnr_nak: break;  // handled above
         case wire::AethSyndrome::nak_psn_seq_error: return "nak_psn_seq_error";
         case wire::AethSyndrome::nak_invalid_request: return "nak_invalid_request";
         case wire::AethSyndrome::nak_remote_access: return "nak_remote_access";

@@ -5,7 +5,8 @@
 --   (or copy this file into ~/.local/lib/wireshark/plugins/)
 --
 -- OpenMRC frames are RoCEv2 frames (UDP dst port 4791) whose BTH opcodes lie in
--- the manufacturer-specific range (0xC6-0xCB, 0xD1, 0xD8, 0xD9, 0xDC-0xDE).
+-- the manufacturer-specific range (0xC0-0xCB, 0xD1, 0xD8, 0xD9, 0xDC-0xDE;
+-- 0xC0-0xC5 are OpenMRC's SEND, docs/PROTOCOL.md §11.9).
 -- Wireshark's own InfiniBand/RRoCE dissector decodes the BTH of such a frame,
 -- calls the opcode "Unknown" and shows everything after the BTH, ICRC
 -- included, as one "Vendor Specific or Unknown Header Sequence" byte field.
@@ -65,6 +66,12 @@ local band, bxor, rshift = bits.band, bits.bxor, bits.rshift
 -- Constants and value strings (names as opcode_name() in lib/wire/bth.cpp)
 ---------------------------------------------------------------------------
 local OPCODES = {
+    [0xC0] = "SEND_FIRST",
+    [0xC1] = "SEND_MIDDLE",
+    [0xC2] = "SEND_LAST",
+    [0xC3] = "SEND_LAST_WITH_IMM",
+    [0xC4] = "SEND_ONLY",
+    [0xC5] = "SEND_ONLY_WITH_IMM",
     [0xC6] = "WRITE_FIRST",
     [0xC7] = "WRITE_MIDDLE",
     [0xC8] = "WRITE_LAST",
@@ -79,8 +86,9 @@ local OPCODES = {
     [0xDE] = "PROBE",
 }
 local OP_ACK, OP_EP_REQ, OP_EP_RESP, OP_SACK, OP_NACK, OP_PROBE = 0xD1, 0xD8, 0xD9, 0xDC, 0xDD, 0xDE
-local function is_data(op) return op >= 0xC6 and op <= 0xCB end
-local function carries_imm(op) return op == 0xC9 or op == 0xCB end
+local function is_data(op) return op >= 0xC0 and op <= 0xCB end
+local function is_send(op) return op >= 0xC0 and op <= 0xC5 end
+local function carries_imm(op) return op == 0xC9 or op == 0xCB or op == 0xC3 or op == 0xC5 end
 
 local MODES = { [0] = "plain", [1] = "srv6" }
 local AETH_SYNDROMES = {
@@ -532,7 +540,9 @@ function omrc.dissector(tvb, pinfo, tree)
             off = off + 12
         end
         if not stopped and have(16, "RETH") then
-            local h, o = hdr(16, "RETH (RDMA extended transport header)")
+            local h, o = hdr(16, is_send(opcode)
+                and "RETH (SEND: VA is the byte offset in the message, R_Key 0, DMA length the message's)"
+                or "RETH (RDMA extended transport header)")
             h:add(F.reth_va, src(o, 8))
             h:add(F.reth_rkey, src(o + 8, 4))
             h:add(F.reth_dmalen, src(o + 12, 4))
@@ -550,7 +560,11 @@ function omrc.dissector(tvb, pinfo, tree)
             h:add(F.aeth_syndrome, src(o, 1))
             h:add(F.aeth_msn, src(o + 1, 3))
             local syn = src(o, 1):uint()
-            info[#info + 1] = string.format("%s MSN=%d", AETH_SYNDROMES[syn] or string.format("syndrome 0x%02x", syn),
+            local name = AETH_SYNDROMES[syn]
+            if name == nil and syn >= 0x20 and syn < 0x40 then
+                name = string.format("RNR NAK (timer %d)", syn - 0x20)  -- receiver not ready: no receive posted
+            end
+            info[#info + 1] = string.format("%s MSN=%d", name or string.format("syndrome 0x%02x", syn),
                 src(o + 1, 3):uint())
             off = off + 4
         end

@@ -615,7 +615,7 @@ TEST_CASE("Fabric::set_impairment__trim_data_frames", "[unit][loopback]") {
         CHECK(first_traffic_class(got[0].bytes) >> 2 == dscp);  // first IPv6 header re-marked
     }
     CHECK(fab.link_counters(0, 1, 0).trimmed == trimmed);
-    CHECK(trimmed == 14);  // 6 data opcodes in each mode, srv6+srh and plain+credit
+    CHECK(trimmed == 16);  // 6 data opcodes in each mode, srv6+srh, plain+credit and 2 SENDs
 }
 
 TEST_CASE("Fabric::set_impairment__blackhole_link_and_evs", "[unit][loopback]") {

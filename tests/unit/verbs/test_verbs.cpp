@@ -471,7 +471,7 @@ TEST_CASE("modify__err_flushes_and_cq_overrun", "[unit][verbs]") {
     for (std::size_t i = 0; i < 3; ++i) {
         CHECK(recvs[i].wr_id == 100 + i);
         CHECK(recvs[i].status == WcStatus::wr_flush_err);
-        CHECK(recvs[i].opcode == WcOpcode::recv_rdma_with_imm);
+        CHECK(recvs[i].opcode == WcOpcode::recv);  // as providers flush receives
     }
     const auto sends = drain(*p.scq);
     REQUIRE(sends.size() == 1);
@@ -716,4 +716,78 @@ TEST_CASE("e2e__plane_down_before_traffic", "[unit][verbs]") {
     CHECK(stats["device"]["progress"]["link_events"].get<std::uint64_t>() == 1);
     CHECK((stats["engine"]["local_plane_mask"].get<std::uint32_t>() & (1u << 3)) == 0);
     CHECK(stats["driver"]["link_up"][3].get<bool>() == false);
+}
+
+TEST_CASE("e2e__send_and_send_with_imm_into_receives", "[unit][verbs]") {
+    QpCap cap;
+    cap.max_recv_sge = 3;
+    SelfPair p(cap);
+    for (std::size_t i = 0; i < p.src.size(); ++i) p.src[i] = static_cast<std::uint8_t>(i * 31 + 7);
+    // Two receives: 3 SGEs (100 + 200 + 1000 bytes, gaps between), then one of 2000 bytes.
+    const Sge r0[3] = {{addr_of(p.dst.data()), 100, p.dst_mr->lkey()},
+                       {addr_of(p.dst.data()) + 200, 200, p.dst_mr->lkey()},
+                       {addr_of(p.dst.data()) + 500, 1000, p.dst_mr->lkey()}};
+    const Sge r1{addr_of(p.dst.data()) + 2000, 2000, p.dst_mr->lkey()};
+    REQUIRE(p.b->post_recv(std::array{RecvWr{50, r0}, RecvWr{51, {&r1, 1}}}) == 0);
+    const Sge s0 = p.sge(0, 1250), s1 = p.sge(1300, 1999);
+    SendWr w0 = p.write(1, s0), w1 = p.write(2, s1);
+    w0.opcode = WrOpcode::send;
+    w0.send_flags |= SendFlags::solicited;
+    w1.opcode = WrOpcode::send_with_imm;
+    w1.imm_data = 0xBEEF;
+    REQUIRE(p.a->post_send(std::array{w0, w1}) == 0);
+    std::vector<Wc> recv, sent;
+    REQUIRE(p.solo.run([&] {
+        for (const Wc& wc : drain(*p.rcq)) recv.push_back(wc);
+        for (const Wc& wc : drain(*p.scq)) sent.push_back(wc);
+        return recv.size() == 2 && sent.size() == 2;
+    }));
+    CHECK(sent[0].opcode == WcOpcode::send);
+    CHECK(sent[1].opcode == WcOpcode::send);
+    CHECK(sent[1].status == WcStatus::success);
+    CHECK(recv[0].wr_id == 50);
+    CHECK(recv[0].opcode == WcOpcode::recv);
+    CHECK(recv[0].byte_len == 1250);
+    CHECK(recv[0].solicited);
+    CHECK((recv[0].wc_flags & WcFlags::with_imm) == 0);
+    CHECK(recv[1].wr_id == 51);
+    CHECK(recv[1].byte_len == 1999);
+    CHECK_FALSE(recv[1].solicited);
+    CHECK((recv[1].wc_flags & WcFlags::with_imm) != 0);
+    CHECK(recv[1].imm_data == 0xBEEF);
+    CHECK(p.rcq->solicited_events() == 1);
+    CHECK(std::equal(p.src.begin(), p.src.begin() + 100, p.dst.begin()));
+    CHECK(std::equal(p.src.begin() + 100, p.src.begin() + 300, p.dst.begin() + 200));
+    CHECK(std::equal(p.src.begin() + 300, p.src.begin() + 1250, p.dst.begin() + 500));
+    CHECK(p.dst[500 + 950] == 0);  // the receive's tail past the message is untouched
+    CHECK(std::equal(p.src.begin() + 1300, p.src.begin() + 3299, p.dst.begin() + 2000));
+}
+
+TEST_CASE("e2e__send_without_a_receive_waits_rnr_then_completes", "[unit][verbs]") {
+    SelfPair p;
+    QpAttr rnr;
+    rnr.rnr_retry = 7;
+    REQUIRE(p.a->modify(rnr, QpAttrMask::rnr_retry) == 0);
+    rnr.min_rnr_timer = 1;  // 10 µs
+    REQUIRE(p.b->modify(rnr, QpAttrMask::min_rnr_timer) == 0);
+    rnr.rnr_retry = 8;
+    CHECK(p.a->modify(rnr, QpAttrMask::rnr_retry) == EINVAL);
+    const Sge s = p.sge(0, 3000);
+    SendWr w = p.write(1, s);
+    w.opcode = WrOpcode::send;
+    REQUIRE(p.a->post_send(w) == 0);
+    p.solo.run([] { return false; }, 500'000);
+    CHECK(p.scq->size() == 0);
+    const auto stats = nlohmann::json::parse(p.solo.dev->stats_json());
+    std::uint64_t rnr_naks = 0;
+    for (const auto& q : stats["qps"]) rnr_naks += q["stats"]["rnr_naks_sent"].get<std::uint64_t>();
+    CHECK(rnr_naks > 0);
+    const Sge r{addr_of(p.dst.data()), 4096, p.dst_mr->lkey()};
+    REQUIRE(p.b->post_recv(RecvWr{9, {&r, 1}}) == 0);
+    REQUIRE(p.solo.run([&] { return p.scq->size() == 1 && p.rcq->size() == 1; }));
+    const auto sent = drain(*p.scq), recv = drain(*p.rcq);
+    CHECK(sent[0].status == WcStatus::success);
+    CHECK(recv[0].wr_id == 9);
+    CHECK(recv[0].byte_len == 3000);
+    CHECK(std::equal(p.src.begin(), p.src.begin() + 3000, p.dst.begin()));
 }
