@@ -7,8 +7,10 @@
 #   perftest.sh LIBDIR OMRC_PERF memif   two DPDK net_memif devices (root tier)
 #
 # Checks: ibv_devices and ibv_devinfo list and describe the devices;
-# ib_write_bw and ib_write_lat, server and client in two processes, complete
-# at every size 2 B … 8 MiB (-a), and omrc-perf runs over the same
+# ib_write_bw, ib_write_lat, ib_send_bw and ib_send_lat, server and client in
+# two processes, complete at every size 2 B … 8 MiB (-a); ibv_rc_pingpong
+# (SEND/RECV) checks the bytes it receives (--chk) at 2 B, 4 KiB and 1 MiB;
+# and omrc-perf runs over the same
 # configuration file. The bandwidth of the two is compared by
 # bench/ibverbs/compare.sh (docs/PERFORMANCE.md), not here: a test asserts
 # behaviour, not timings. Exit 77 (skip) when the programs or the medium are
@@ -18,7 +20,7 @@ libdir=$1
 perf=$2
 medium=${3:-udp}
 
-for p in ib_write_bw ib_write_lat ibv_devices ibv_devinfo; do
+for p in ib_write_bw ib_write_lat ib_send_bw ib_send_lat ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v "$p" >/dev/null || { echo "SKIP: $p not installed (Debian: perftest, ibverbs-utils)"; exit 77; }
 done
 [[ -e $libdir/libibverbs.so.1 ]] || { echo "FAIL: no $libdir/libibverbs.so.1"; exit 1; }
@@ -81,6 +83,27 @@ rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/bw_all.client" | wc -l)
 run_pair lat_all ib_write_lat -a -n 20
 rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/lat_all.client" | wc -l)
 [[ $rows -eq 23 ]] || fail "ib_write_lat -a: $rows size rows, expected 23"
+# SEND/RECV (OpenMRC's SEND opcodes, docs/PROTOCOL.md §11.9).
+run_pair send_bw_all ib_send_bw -a -n 20 --report_gbits
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/send_bw_all.client" | wc -l)
+[[ $rows -eq 23 ]] || fail "ib_send_bw -a: $rows size rows, expected 23 (2 B … 8 MiB)"
+run_pair send_lat_all ib_send_lat -a -n 20
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/send_lat_all.client" | wc -l)
+[[ $rows -eq 23 ]] || fail "ib_send_lat -a: $rows size rows, expected 23"
+
+# ---- ibv_rc_pingpong: SEND/RECV ping-pong, received bytes validated (--chk) ----
+for size in 2 4096 1048576; do
+  port=$(free_port)
+  ibv timeout 120 ibv_rc_pingpong -d omrc0 -g 0 -p "$port" -n 100 -s "$size" --chk >"$work/pp.server" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  sleep 0.5
+  ibv timeout 120 ibv_rc_pingpong -d omrc1 -g 0 -p "$port" -n 100 -s "$size" --chk localhost >"$work/pp.client" 2>&1 ||
+    { cat "$work/pp.client" "$work/pp.server"; fail "ibv_rc_pingpong -s $size: client failed"; }
+  wait "$spid" || { cat "$work/pp.server"; fail "ibv_rc_pingpong -s $size: server failed"; }
+  grep -q '100 iters in' "$work/pp.client" || { cat "$work/pp.client"; fail "ibv_rc_pingpong -s $size: no summary"; }
+  grep -v '^\[' "$work/pp.client"
+done
 
 # ---- omrc-perf over the same configuration file ----
 port=$(free_port)

@@ -43,7 +43,7 @@ SKIP_REASONS = [
     (r"XRC", "XRC: OpenMRC is RC only"),
     (r"Parent Domain", "parent domains: provider allocators"),
     (r"Extended QP is not supported|Create Extended CQ|Extended CQ is not supported",
-     "SEND/RECV, READ or atomic QP ops (ibv_qp_ex) and ibv_cq_ex: not yet (issue 27)"),
+     "READ, atomic or UD QP ops (ibv_qp_ex) and ibv_cq_ex: READ and ibv_cq_ex not yet (issue 27), atomics and UD not carried"),
     (r"Rereg MR", "ibv_rereg_mr: not yet"),
     (r"SRQ", "shared receive queues: not yet (issue 27)"),
     (r"real time", "device real-time clock: none"),
@@ -54,17 +54,14 @@ SKIP_REASONS = [
 ]
 
 # Tests that error today because OpenMRC lacks what they use, each with why.
-KNOWN_ERRORS = {
-    "tests.test_cq_events.CqEventsTestCase.test_cq_events_rc": "SEND over RC (issue 27)",
-    "tests.test_mr.MRTest.test_mr_rereg_pd": "SEND over RC (issue 27)",
-    "tests.test_relaxed_ordering.RoTestCase.test_ro_rc_traffic": "SEND over RC (issue 27)",
-}
+KNOWN_ERRORS = {}
 
 # What passes today on loopback and udp devices.
 MUST_PASS = {
     "tests.test_cq.CQAPITest.test_create_cq",
     "tests.test_cq.CQAPITest.test_create_cq_bad_flow",
     "tests.test_cq.CQAPITest.test_create_cq_with_comp_channel",
+    "tests.test_cq_events.CqEventsTestCase.test_cq_events_rc",
     "tests.test_cqex.CQEXAPITest.test_create_cq_ex",
     "tests.test_device.DeviceTest.test_dev_list",
     "tests.test_device.DeviceTest.test_open_dev",
@@ -92,6 +89,9 @@ MUST_PASS = {
     "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write",
     "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_imm",
     "tests.test_qpex.QpExTestCase.test_qp_ex_rc_rdma_write_zero_length",
+    "tests.test_qpex.QpExTestCase.test_qp_ex_rc_send",
+    "tests.test_qpex.QpExTestCase.test_qp_ex_rc_send_imm",
+    "tests.test_relaxed_ordering.RoTestCase.test_ro_rc_traffic",
 }
 
 
