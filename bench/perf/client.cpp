@@ -12,12 +12,13 @@ namespace omrc::perf {
 
 namespace {
 
-std::uint64_t default_iters(const Options& o) { return o.iters != 0 ? o.iters : o.test == Test::write_bw ? 5000 : 1000; }
+std::uint64_t default_iters(const Options& o) { return o.iters != 0 ? o.iters : is_bw(o.test) ? 5000 : 1000; }
 
 }  // namespace
 
 int run_client(Options o) {
-    if (o.test == Test::write_lat && o.qps != 1) return fail(o, "client", "write_lat runs on one QP (-q 1)");
+    if (!is_bw(o.test) && o.qps != 1)
+        return fail(o, "client", fmt::format("{} runs on one QP (-q 1)", to_string(o.test)));
     const std::uint64_t iters = default_iters(o);
     const std::uint32_t max_size = *std::max_element(o.sizes.begin(), o.sizes.end());
     Oob oob;
@@ -57,7 +58,7 @@ int run_client(Options o) {
     for (const QpInfo& q : ep.remote)
         if (q.len < max_size) return fail(o, "client", "the server's buffer is smaller than the largest size", &oob);
     if (auto e = ep.connect(o, peer); !e.empty()) return fail(o, "client", e, &oob);
-    if (o.test == Test::write_lat)
+    if (!is_bw(o.test))
         if (auto e = ep.post_recvs(0, 64); !e.empty()) return fail(o, "client", e, &oob);
     print_header(o, "client", ep.dev->planes());
     std::vector<Result> results;
@@ -67,11 +68,11 @@ int run_client(Options o) {
         nlohmann::json m;
         if (auto e = expect(oob, &ep, "ready", m, wait); !e.empty()) return fail(o, "client", e, &oob);
         Result r;
-        const std::string e = o.test == Test::write_bw ? client_bw(o, ep, size, iters, r) : client_lat(o, ep, size, iters, r);
+        const std::string e = is_bw(o.test) ? client_bw(o, ep, size, iters, r) : client_lat(o, ep, size, iters, r);
         if (!e.empty()) return fail(o, "client", fmt::format("{} bytes: {}", size, e), &oob);
         nlohmann::json msg = to_json(r);
         msg["type"] = "result";
-        if (o.check && o.test == Test::write_bw) msg["crc64"] = buffer_crcs(ep, size);
+        if (o.check && is_bw(o.test)) msg["crc64"] = buffer_crcs(ep, size);
         if (auto e2 = oob.send(msg); !e2.empty()) return fail(o, "client", e2);
         results.push_back(r);
         print_row(o, r);
@@ -87,7 +88,7 @@ int run_client(Options o) {
 
 int run(const Options& o, std::atomic<std::uint16_t>* bound_port_out) {
     Options opts = o;
-    if (opts.tx_depth == 0) opts.tx_depth = opts.test == Test::write_bw ? 128 : 1;
+    if (opts.tx_depth == 0) opts.tx_depth = is_bw(opts.test) ? 128 : 1;
     return opts.server.empty() ? run_server(opts, bound_port_out) : run_client(opts);
 }
 

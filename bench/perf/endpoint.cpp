@@ -80,7 +80,7 @@ std::string Endpoint::create(std::uint32_t nqps, std::size_t per_qp, std::uint32
         a.send_cq = scq.get();
         a.recv_cq = rcq.get();
         a.cap.max_send_wr = std::max<std::uint32_t>(depth, 16);
-        a.cap.max_recv_wr = 256;
+        a.cap.max_recv_wr = std::clamp<std::uint32_t>(2 * depth, 256, 65536);  // send_bw posts 2 × depth
         auto qp = pd->create_qp(a, &err);
         if (!qp) return fmt::format("create_qp: {}", std::strerror(err));
         QpInfo info;
@@ -130,7 +130,8 @@ std::string Endpoint::connect(const Options& o, const DeviceAddress& peer) {
 }
 
 std::string Endpoint::post_recvs(std::size_t i, std::size_t n) {
-    const Sge sge{reinterpret_cast<std::uintptr_t>(buf), 1, mr->lkey()};
+    const Sge sge{reinterpret_cast<std::uintptr_t>(buf) + i * buf_per_qp, static_cast<std::uint32_t>(buf_per_qp),
+                  mr->lkey()};
     for (std::size_t k = 0; k < n; ++k) {
         RecvWr w;
         w.wr_id = i;

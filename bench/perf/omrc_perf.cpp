@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // omrc-perf: RDMA WRITE bandwidth and latency over OpenMRC, shaped like
-// perftest's ib_write_bw / ib_write_lat (docs/PERF.md).
+// perftest's ib_write_bw / ib_write_lat / ib_send_bw / ib_send_lat (docs/PERF.md).
 //
 //   omrc-perf write_bw [options]                  server: waits for one client
 //   omrc-perf write_bw [options] <server-host>    client: runs the test
@@ -107,20 +107,22 @@ int main(int argc, char** argv) {
     std::string config_file, device_name;
     std::uint32_t size = 0;
     bool all = false;
-    app.add_option("test", test, "write_bw or write_lat")->required()->check(CLI::IsMember({"write_bw", "write_lat"}));
+    app.add_option("test", test, "write_bw, write_lat, send_bw or send_lat")
+        ->required()
+        ->check(CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat"}));
     app.add_option("server", o.server, "server host (omit to be the server)");
-    app.add_option("-s,--size", size, "message size in bytes (default 65536 for write_bw, 2 for write_lat)")
+    app.add_option("-s,--size", size, "message size in bytes (default 65536 for the _bw tests, 2 for the _lat ones)")
         ->check(CLI::Range(1u, 1u << 30));
     app.add_flag("-a,--all", all, "run every size 2..2^23");
     app.add_option("-n,--iters", o.iters, "iterations per size (default 5000 bw, 1000 lat)");
     app.add_option("-D,--duration", o.duration_s, "run each size this many seconds instead of -n")->check(CLI::PositiveNumber);
-    app.add_option("-q,--qp", o.qps, "QPs (write_bw)")->check(CLI::Range(1u, 1024u));
+    app.add_option("-q,--qp", o.qps, "QPs (write_bw, send_bw)")->check(CLI::Range(1u, 1024u));
     app.add_option("-t,--tx-depth", o.tx_depth, "outstanding WRITEs per QP (default 128 bw, 1 lat)")
         ->check(CLI::Range(1u, 65536u));
     app.add_flag("--report_gbits", o.report_gbits, "bandwidth in Gb/sec (default MB/sec, 2^20 bytes)");
     app.add_option("--out_json", o.out_json, "also write the results as JSON to this file");
     app.add_flag("--check", o.check,
-                 "write_bw: random source data, and the server's memory is compared (CRC-64) after each size");
+                 "write_bw, send_bw: random source data, and the server's memory is compared (CRC-64) after each size");
     app.add_option("--stats", o.stats_json, "write the device's counters (engine, paths, driver) as JSON to this file");
     app.add_option("--stats-interval", o.stats_interval_ms,
                    "write_bw: every this many ms, one line on stderr per-plane (Gb/s, retransmissions, losses, EVs)")
@@ -171,11 +173,11 @@ int main(int argc, char** argv) {
         }
     }
 
-    o.test = test == "write_bw" ? Test::write_bw : Test::write_lat;
+    (void)test_from_string(test, o.test);  // CLI11 checked the name
     if (all) {
         for (std::uint32_t s = 2; s <= (1u << 23); s <<= 1) o.sizes.push_back(s);
     } else {
-        o.sizes.push_back(size != 0 ? size : o.test == Test::write_bw ? 65536 : 2);
+        o.sizes.push_back(size != 0 ? size : is_bw(o.test) ? 65536 : 2);
     }
     if (o.mtu % 64 != 0) {
         fmt::print(stderr, "omrc-perf: error: --mtu must be a multiple of 64\n");

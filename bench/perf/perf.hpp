@@ -14,8 +14,16 @@
 
 namespace omrc::perf {
 
-enum class Test : std::uint8_t { write_bw, write_lat };
+/// write_bw / write_lat as perftest's ib_write_*; send_bw / send_lat as its
+/// ib_send_*: SEND into receives the server keeps posted.
+enum class Test : std::uint8_t { write_bw, write_lat, send_bw, send_lat };
 const char* to_string(Test t);
+/// "write_bw" … "send_lat" to a Test; false for another name.
+bool test_from_string(const std::string& name, Test& out);
+/// A bandwidth test (write_bw, send_bw) rather than a latency ping-pong.
+[[nodiscard]] constexpr bool is_bw(Test t) noexcept { return t == Test::write_bw || t == Test::send_bw; }
+/// Carried by SEND / RECV rather than WRITE (send_bw, send_lat).
+[[nodiscard]] constexpr bool is_send(Test t) noexcept { return t == Test::send_bw || t == Test::send_lat; }
 
 struct Options {
     Test test = Test::write_bw;
@@ -26,7 +34,7 @@ struct Options {
     std::uint32_t qps = 1;
     std::uint32_t tx_depth = 0;         ///< outstanding WRs per QP (0: the test's default)
     bool report_gbits = false;
-    bool check = false;                 ///< write_bw: verify the server's memory (CRC-64) after each size
+    bool check = false;                 ///< write_bw, send_bw: verify the server's memory (CRC-64) after each size
     std::string out_json;
     std::string stats_json;  ///< --stats: Device::stats_json() written here after the run
     std::uint32_t stats_interval_ms = 0;  ///< --stats-interval: write_bw prints a per-plane line this often (0: never)

@@ -14,7 +14,24 @@ constexpr const char* kRule =
     "---------------------------------------------------------------------------------------";
 }
 
-const char* to_string(Test t) { return t == Test::write_bw ? "write_bw" : "write_lat"; }
+const char* to_string(Test t) {
+    switch (t) {
+        case Test::write_bw: return "write_bw";
+        case Test::write_lat: return "write_lat";
+        case Test::send_bw: return "send_bw";
+        case Test::send_lat: return "send_lat";
+    }
+    return "write_bw";
+}
+
+bool test_from_string(const std::string& name, Test& out) {
+    for (Test t : {Test::write_bw, Test::write_lat, Test::send_bw, Test::send_lat})
+        if (name == to_string(t)) {
+            out = t;
+            return true;
+        }
+    return false;
+}
 
 nlohmann::json to_json(const Result& r) {
     return {{"bytes", r.bytes},       {"iterations", r.iterations}, {"bw_peak", r.bw_peak},
@@ -47,7 +64,8 @@ bool from_json(const nlohmann::json& j, Result& r) {
 void print_header(const Options& o, const std::string& role, std::uint32_t planes) {
     if (o.quiet) return;
     fmt::print("{}\n", kRule);
-    fmt::print("                    RDMA_Write {} Test ({})\n", o.test == Test::write_bw ? "BW" : "Latency", role);
+    fmt::print("                    {} {} Test ({})\n", is_send(o.test) ? "Send" : "RDMA_Write",
+               is_bw(o.test) ? "BW" : "Latency", role);
     fmt::print(" Driver         : {}\t\tPlanes         : {}\n", o.driver, planes);
     if (!o.config.empty())
         fmt::print(" Config         : {} (device {}, frame mode {})\n", o.config, o.device,
@@ -57,10 +75,11 @@ void print_header(const Options& o, const std::string& role, std::uint32_t plane
     fmt::print(" Mtu            : {}[B]\t\tTX depth       : {}\n", o.mtu, o.tx_depth);
     if (o.duration_s > 0)
         fmt::print(" Duration       : {} s per size\n", o.duration_s);
-    if (o.test == Test::write_lat)
-        fmt::print(" Ping-pong      : WRITE_WITH_IMM, receive completion; times are half round trips\n");
+    if (!is_bw(o.test))
+        fmt::print(" Ping-pong      : {}, receive completion; times are half round trips\n",
+                   is_send(o.test) ? "SEND" : "WRITE_WITH_IMM");
     fmt::print("{}\n", kRule);
-    if (o.test == Test::write_bw) {
+    if (is_bw(o.test)) {
         const char* unit = o.report_gbits ? "Gb/sec" : "MB/sec";
         fmt::print(" #bytes     #iterations    BW peak[{}]    BW average[{}]   MsgRate[Mpps]\n", unit, unit);
     } else {
@@ -72,7 +91,7 @@ void print_header(const Options& o, const std::string& role, std::uint32_t plane
 
 void print_row(const Options& o, const Result& r) {
     if (o.quiet) return;
-    if (o.test == Test::write_bw) {
+    if (is_bw(o.test)) {
         fmt::print(" {:<10} {:<10}       {:<15.2f}    {:<15.2f}      {:.6f}\n", r.bytes, r.iterations, r.bw_peak,
                    r.bw_avg, r.msg_rate_mpps);
     } else {
@@ -97,7 +116,7 @@ std::string write_json(const Options& o, const std::vector<Result>& results, std
     static const std::vector<std::string> kBwFields{"bw_peak", "bw_avg", "msg_rate_mpps"};
     for (const Result& r : results) {
         nlohmann::json row = to_json(r);  // keep the fields of this test only
-        for (const std::string& k : o.test == Test::write_bw ? kLatFields : kBwFields) row.erase(k);
+        for (const std::string& k : is_bw(o.test) ? kLatFields : kBwFields) row.erase(k);
         rows.push_back(std::move(row));
     }
     nlohmann::json doc = {

@@ -58,8 +58,12 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     reply["type"] = "hello";
     if (auto e = oob.send(reply); !e.empty()) return fail(o, "server", e);
     if (auto e = ep.connect(o, peer); !e.empty()) return fail(o, "server", e, &oob);
-    if (o.test == Test::write_lat)
-        if (auto e = ep.post_recvs(0, 64); !e.empty()) return fail(o, "server", e, &oob);
+    // Latency tests: the pings' receives; send_bw: a receive for every SEND in
+    // flight and as many again (at least 256), posted again as consumed.
+    for (std::size_t q = 0; q < nqps && (!is_bw(o.test) || is_send(o.test)); ++q)
+        if (auto e = ep.post_recvs(q, is_bw(o.test) ? std::clamp<std::size_t>(2 * std::size_t{o.tx_depth}, 256, 65536) : 64);
+            !e.empty())
+            return fail(o, "server", e, &oob);
     print_header(o, "server", ep.dev->planes());
     std::vector<Result> results;
     for (;;) {
@@ -79,16 +83,16 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
             const auto iters = m.value("iters", std::uint64_t{0});
             if (size == 0 || size > buffer) return fail(o, "server", "the client asks for a size beyond the buffer", &oob);
             if (auto e = oob.send({{"type", "ready"}}); !e.empty()) return fail(o, "server", e);
-            if (o.test == Test::write_lat) {
+            if (!is_bw(o.test)) {
                 bool oob_broken = false;
                 if (auto e = serve_lat(o, ep, oob, size, iters, m, oob_broken); !e.empty())
                     return fail(o, "server", e, oob_broken ? nullptr : &oob);
-            } else if (auto e = expect(oob, &ep, "result", m, std::chrono::hours(24 * 365)); !e.empty()) {
+            } else if (auto e = serve_bw(o, ep, oob, m); !e.empty()) {
                 return fail(o, "server", e, &oob);
             }
             Result r;
             if (m["type"] != "result" || !from_json(m, r)) return fail(o, "server", "malformed result from the client", &oob);
-            if (o.check && o.test == Test::write_bw) {
+            if (o.check && is_bw(o.test)) {
                 const auto want = m.value("crc64", std::vector<std::uint64_t>{});
                 const auto have = buffer_crcs(ep, r.bytes);
                 if (want != have)

@@ -107,7 +107,8 @@ struct Endpoint {
     /// RESET → INIT → RTR → RTS against `remote`. "" or the error.
     std::string connect(const Options& o, const DeviceAddress& peer);
 
-    /// Keeps `n` receives posted on QP i (WRITE_WITH_IMM consumes them).
+    /// Posts `n` receives on QP i, each over QP i's whole buffer (a SEND
+    /// lands at its start; a WRITE_WITH_IMM only consumes it); wr_id = i.
     std::string post_recvs(std::size_t i, std::size_t n);
 
     nlohmann::json hello_fields() const;
@@ -123,8 +124,12 @@ std::string write_stats(const Options& o, const Device& dev);
 
 /// CRC-64 of the first `size` bytes of every QP's buffer (--check).
 std::vector<std::uint64_t> buffer_crcs(const Endpoint& ep, std::uint32_t size);
-/// One size of write_bw at the client. "" or the error.
+/// One size of write_bw / send_bw at the client. "" or the error.
 std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r);
+/// One size of write_bw / send_bw at the server: progresses (send_bw: and
+/// posts every consumed receive again) until the client's result arrives
+/// (into `result`). "" or the error.
+std::string serve_bw(const Options& o, Endpoint& ep, Oob& oob, nlohmann::json& result);
 
 // ---------------------------------------------------------------------------
 // write_lat.cpp

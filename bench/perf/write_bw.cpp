@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// write_bw (session.hpp): the client keeps tx_depth WRITEs outstanding on
-// every QP, round-robin, for `iters` WRITEs or `duration_s`; the server only
-// progresses its device. Average and peak bandwidth and the message rate.
+// write_bw and send_bw (session.hpp): the client keeps tx_depth WRITEs (or
+// SENDs) outstanding on every QP, round-robin, for `iters` of them or
+// `duration_s`; the server progresses its device (and for send_bw keeps
+// receives posted, serve_bw). Average and peak bandwidth and the message rate.
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -21,6 +22,7 @@ std::vector<std::uint64_t> buffer_crcs(const Endpoint& ep, std::uint32_t size) {
 
 std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r) {
     const std::size_t nqps = ep.qps.size();
+    const bool send = is_send(o.test);
     std::vector<std::uint64_t> outstanding(nqps, 0);
     std::vector<Clock::time_point> done_at;
     done_at.reserve(o.duration_s > 0 ? 1u << 20 : iters);
@@ -47,8 +49,12 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
                 w.wr_id = i;
                 w.send_flags = SendFlags::signaled;
                 w.sg_list = {&sge, 1};
-                w.remote_addr = ep.remote[i].va;
-                w.rkey = ep.remote[i].rkey;
+                if (send) {
+                    w.opcode = WrOpcode::send;  // into the server's next receive on QP i
+                } else {
+                    w.remote_addr = ep.remote[i].va;
+                    w.rkey = ep.remote[i].rkey;
+                }
                 if (int rc = ep.qps[i]->post_send(w)) return fmt::format("post_send: {}", std::strerror(rc));
                 ++outstanding[i];
                 ++posted;
@@ -68,7 +74,7 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
         // lets them have the CPU rather than spin beside them.
         if (got == 0 && ep.dev->worker_threads()) std::this_thread::yield();
         if (now - last_progress > std::chrono::seconds(10))
-            return fmt::format("no WRITE completed for 10 s ({} of {} done)", completed, posted);
+            return fmt::format("no {} completed for 10 s ({} of {} done)", send ? "SEND" : "WRITE", completed, posted);
     }
     const double secs = seconds_between(start, done_at.empty() ? Clock::now() : done_at.back());
     const double scale = o.report_gbits ? 8.0 / 1e9 : 1.0 / (1u << 20);
@@ -85,6 +91,33 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
     }
     r.bw_peak = std::max(best, r.bw_avg);
     return {};
+}
+
+std::string serve_bw(const Options& o, Endpoint& ep, Oob& oob, nlohmann::json& result) {
+    // write_bw: the client's WRITEs need nothing of this side but progress.
+    if (!is_send(o.test)) return expect(oob, &ep, "result", result, std::chrono::hours(24 * 365));
+    // send_bw: every receive a SEND consumed is posted again at once, so
+    // the client meets RNR only if this side falls behind by the whole depth.
+    Wc wc[64];
+    std::string error;
+    for (std::uint64_t pass = 1;; ++pass) {
+        ep.dev->progress();
+        const std::size_t n = ep.rcq->poll(wc);
+        for (std::size_t k = 0; k < n; ++k) {
+            if (auto e = check_wc(wc[k]); !e.empty()) return e;
+            if (auto e = ep.post_recvs(wc[k].wr_id, 1); !e.empty()) return e;
+        }
+        if (n == 0 && ep.dev->worker_threads()) std::this_thread::yield();
+        if (pass % 64 != 0) continue;  // the socket every 64 passes, the receives every pass
+        const int rc = oob.recv(result, milliseconds(0), error);
+        if (rc < 0) return error;
+        if (rc == 0) continue;
+        if (result.value("type", "") == "error")
+            return fmt::format("the client reports: {}", result.value("message", ""));
+        if (result.value("type", "") != "result")
+            return fmt::format("expected 'result', got '{}'", result.value("type", ""));
+        return {};
+    }
 }
 
 }  // namespace omrc::perf

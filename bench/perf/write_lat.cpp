@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// write_lat: ping-pong with WRITE_WITH_IMM; a receive completion says the
-// whole message is placed (packets may arrive out of order over many paths,
+// write_lat: ping-pong with WRITE_WITH_IMM (send_lat: with SEND); a receive
+// completion says the whole message is placed (packets may arrive out of order over many paths,
 // so polling the last byte, as perftest does on RC, would be wrong here).
 //
 // The client pings (a WRITE_WITH_IMM) and waits for the pong; half the round
@@ -16,11 +16,12 @@ namespace omrc::perf {
 
 namespace {
 
-std::string send_imm(Endpoint& ep, std::uint32_t size, std::uint32_t imm) {
+/// The ping (or pong): a WRITE_WITH_IMM (write_lat) or a SEND (send_lat).
+std::string send_imm(const Options& o, Endpoint& ep, std::uint32_t size, std::uint32_t imm) {
     const Sge sge{ep.local[0].va, size, ep.mr->lkey()};
     SendWr w;
     w.wr_id = 0;
-    w.opcode = WrOpcode::rdma_write_with_imm;
+    w.opcode = is_send(o.test) ? WrOpcode::send : WrOpcode::rdma_write_with_imm;
     w.send_flags = SendFlags::signaled;
     w.sg_list = {&sge, 1};
     w.remote_addr = ep.remote[0].va;
@@ -65,7 +66,7 @@ std::string client_lat(const Options& o, Endpoint& ep, std::uint32_t size, std::
     std::string error;
     for (std::uint64_t i = 0; timed ? seconds_between(start, Clock::now()) < o.duration_s : i < iters; ++i) {
         const auto t0 = Clock::now();
-        if (auto e = send_imm(ep, size, static_cast<std::uint32_t>(i)); !e.empty()) return e;
+        if (auto e = send_imm(o, ep, size, static_cast<std::uint32_t>(i)); !e.empty()) return e;
         if (wait_recv(ep, error, [] { return false; }) < 0) return error;
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);
     }
@@ -106,7 +107,7 @@ std::string serve_lat(const Options& o, Endpoint& ep, Oob& oob, std::uint32_t si
         const int got = wait_recv(ep, error, stop);
         if (got < 0) return error;
         if (got == 0) break;
-        if (auto e = send_imm(ep, size, static_cast<std::uint32_t>(i)); !e.empty()) return e;
+        if (auto e = send_imm(o, ep, size, static_cast<std::uint32_t>(i)); !e.empty()) return e;
     }
     if (have_early) {
         oob_broken = !oob_error.empty();

@@ -26,6 +26,9 @@ namespace {
 
 constexpr std::uint32_t kMaxWr = 65536;
 constexpr std::uint32_t kMaxInline = 4096;
+/// How long ibv_destroy_qp progresses a connected QP's device before it
+/// destroys the QP (ACKs still owed leave): ten times the default ACK delay.
+constexpr std::uint64_t kLingerNs = 20'000;
 /// The ibv_qp_ex builder operations an OpenMRC RC QP carries.
 constexpr std::uint64_t kSendOpsSupported = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
@@ -560,6 +563,15 @@ int omrc_ibv_destroy_qp(ibv_qp* qp) {
     Qp* q = reinterpret_cast<Qp*>(qp);
     {
         std::lock_guard g(q->ctx->mu);
+        // Linger: a program that exits right after its last completion (as
+        // ibv_rc_pingpong does) may still owe the peer the acknowledgement of
+        // what it just received: a NIC would have sent it already. A few
+        // progress passes, for at most kLingerNs, let it leave; the peer
+        // would otherwise resend into nothing and fail its last WR.
+        if (q->oqp->state() == QpState::rts || q->oqp->state() == QpState::rtr) {
+            const std::uint64_t until = monotonic_ns() + kLingerNs;
+            while (monotonic_ns() < until) q->ctx->progress_locked();
+        }
         write_stats_file(*q->ctx, qp->qp_num);
         q->oqp.reset();
         --q->send_cq->qps;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # omrc-perf smoke test: server and client over the udp driver on ::1 for a
-# few sizes (write_bw and write_lat), checking exit codes, the perftest table
+# few sizes (write_bw, write_lat, send_bw, send_lat), checking exit codes, the perftest table
 # and the JSON report; the in-process loopback mode; devices from
 # configuration files (examples/configs/); and that a client facing no
 # server, a server that is not omrc-perf, or a silent one, and a bad
@@ -73,11 +73,11 @@ run_pair() {  # run_pair TEST SIZE ITERS HEADER-REGEX
     grep -Eq "$header" "$TMP/$log.log" || { fail "$test $size: no table header in the $log output"; cat "$TMP/$log.log" >&2; }
     grep -Eq "^ $size +$iters " "$TMP/$log.log" || { fail "$test $size: no '$size $iters' row in the $log output"; cat "$TMP/$log.log" >&2; }
   done
-  if [[ $test == write_bw ]]; then
-    json_check "$TMP/client.json" "d['test']=='write_bw' and d['driver']=='udp' and d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters and 0 < d['results'][0]['bw_avg'] <= d['results'][0]['bw_peak'] and d['results'][0]['msg_rate_mpps'] > 0" \
+  if [[ $test == *_bw ]]; then
+    json_check "$TMP/client.json" "d['test']=='$test' and d['driver']=='udp' and d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters and 0 < d['results'][0]['bw_avg'] <= d['results'][0]['bw_peak'] and d['results'][0]['msg_rate_mpps'] > 0" \
       || fail "$test $size: client JSON"
   else
-    json_check "$TMP/client.json" "d['test']=='write_lat' and d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters and 0 < d['results'][0]['t_min_us'] <= d['results'][0]['t_typical_us'] <= d['results'][0]['p99_us'] <= d['results'][0]['p999_us'] <= d['results'][0]['t_max_us']" \
+    json_check "$TMP/client.json" "d['test']=='$test' and d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters and 0 < d['results'][0]['t_min_us'] <= d['results'][0]['t_typical_us'] <= d['results'][0]['p99_us'] <= d['results'][0]['p999_us'] <= d['results'][0]['t_max_us']" \
       || fail "$test $size: client JSON"
   fi
   json_check "$TMP/server.json" "d['results'][0]['bytes']==$size and d['results'][0]['iterations']==$iters" \
@@ -89,6 +89,9 @@ BW_HEADER='#bytes +#iterations +BW peak\[MB/sec\] +BW average\[MB/sec\] +MsgRate
 LAT_HEADER='#bytes #iterations +t_min\[usec\] +t_max\[usec\] +t_typical\[usec\] +t_avg\[usec\] +t_stdev\[usec\] +99% percentile\[usec\] +99.9% percentile\[usec\]'
 for size in 64 4096 65536; do run_pair write_bw $size 200 "$BW_HEADER"; done
 for size in 8 8192; do run_pair write_lat $size 200 "$LAT_HEADER"; done
+# SEND / RECV (docs/PROTOCOL.md §11.9): the server keeps receives posted.
+for size in 64 65536; do run_pair send_bw $size 200 "$BW_HEADER"; done
+run_pair send_lat 8 200 "$LAT_HEADER"
 
 # Both ends in one process over the loopback driver.
 if timeout 60 "$PERF" write_bw --driver loopback -n 100 -s 4096 >"$TMP/lo.log" 2>&1 && grep -Eq "^ 4096 +100 " "$TMP/lo.log"; then
