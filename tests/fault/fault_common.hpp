@@ -90,6 +90,73 @@ inline std::vector<core::SendRequest> write_requests(GuardedTransfer& t, const s
     return wrs;
 }
 
+/// The same messages as SENDs (docs/PROTOCOL.md §11.9): each into the
+/// receive recv_requests() makes for it.
+inline std::vector<core::SendRequest> send_requests(GuardedTransfer& t, const std::vector<std::size_t>& sizes) {
+    std::vector<core::SendRequest> wrs = write_requests(t, sizes);
+    for (core::SendRequest& r : wrs) {
+        r.is_send = true;
+        r.remote_addr = 0;
+        r.rkey = 0;
+    }
+    return wrs;
+}
+
+/// One receive per message, exactly over its part of the destination (so a
+/// byte outside it hits a canary or another message), wr_id = message index.
+inline std::vector<core::RecvRequest> recv_requests(GuardedTransfer& t, const std::vector<std::size_t>& sizes) {
+    std::vector<core::RecvRequest> rr;
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        core::RecvRequest r;
+        r.wr_id = i;
+        r.length = static_cast<std::uint32_t>(sizes[i]);
+        r.sge_count = 1;
+        r.sges[0] = {t.dst() + off, static_cast<std::uint32_t>(sizes[i]), 0};
+        rr.push_back(r);
+        off += sizes[i];
+    }
+    return rr;
+}
+
+/// Keeps up to `ahead` receives posted beyond those consumed, as a SEND
+/// consumer would.
+class RecvPoster {
+public:
+    RecvPoster(LoopbackHarness& h, std::uint32_t endpoint, std::uint32_t qpn, std::vector<core::RecvRequest> rr,
+               std::size_t ahead)
+        : h_(h), ep_(endpoint), qpn_(qpn), rr_(std::move(rr)), ahead_(ahead), base_(h.completions[endpoint].size()) {}
+    void pump() {
+        const std::size_t done = h_.completions[ep_].size() - base_;
+        while (next_ < rr_.size() && next_ - done < ahead_) {
+            if (h_.engines[ep_]->submit(core::CmdPostRecv{qpn_, std::span(&rr_[next_], 1)}, h_.now).err != 0) break;
+            ++next_;
+        }
+    }
+
+private:
+    LoopbackHarness& h_;
+    std::uint32_t ep_, qpn_;
+    std::vector<core::RecvRequest> rr_;
+    std::size_t ahead_, base_, next_ = 0;
+};
+
+/// Exactly one receive completion per message, in message order, each
+/// successful with its message's length: one RECV consumed per message.
+inline void check_one_receive_each(const std::vector<core::Completion>& wcs, const std::vector<std::size_t>& sizes) {
+    std::size_t k = 0;
+    for (const auto& c : wcs) {
+        if (c.opcode != core::WcOpcode::recv) continue;
+        INFO("receive " << k);
+        REQUIRE(k < sizes.size());
+        CHECK(c.wr_id == k);
+        CHECK(c.status == core::WcStatus::success);
+        CHECK(c.byte_len == sizes[k]);
+        ++k;
+    }
+    CHECK(k == sizes.size());
+}
+
 /// Posts requests as the send queue allows, as an application would.
 class Poster {
 public:
@@ -155,7 +222,7 @@ inline void check_one_completion_each(const std::vector<core::Completion>& wcs, 
                                       core::WcStatus status = core::WcStatus::success) {
     std::vector<int> seen(n, 0);
     for (const auto& c : wcs) {
-        if (c.opcode != core::WcOpcode::rdma_write) continue;
+        if (c.opcode != core::WcOpcode::rdma_write && c.opcode != core::WcOpcode::send) continue;
         REQUIRE(c.wr_id < n);
         ++seen[c.wr_id];
         CHECK(c.status == status);
@@ -191,6 +258,26 @@ inline RunResult transfer(LoopbackHarness& h, std::uint32_t qpn, GuardedTransfer
     // `t` may not outlive the next transfer: its region leaves the table
     // (a stale region of the same rkey would take the next one's writes).
     h.memory[1]->remove(t.rkey);
+    return r;
+}
+
+/// Sends `t` from endpoint 0's QP `qpn` to endpoint 1's `peer_qpn` as
+/// `sizes` SENDs, `depth` outstanding, the receiver keeping 128 receives
+/// posted; finished when every SEND and every receive has completed.
+inline RunResult send_transfer(LoopbackHarness& h, std::uint32_t qpn, std::uint32_t peer_qpn, GuardedTransfer& t,
+                               const std::vector<std::size_t>& sizes, std::size_t depth, core::TimeNs limit_ns) {
+    Poster poster(h, 0, qpn, send_requests(t, sizes), depth);
+    RecvPoster receiver(h, 1, peer_qpn, recv_requests(t, sizes), 128);
+    const std::size_t recv_base = h.completions[1].size();
+    const core::TimeNs start = h.now;
+    RunResult r;
+    r.finished = h.run([&] { return h.completions[0].size() == sizes.size() &&
+                                    h.completions[1].size() - recv_base == sizes.size(); },
+                       h.now + limit_ns, [&] {
+                           receiver.pump();
+                           poster.pump();
+                       });
+    r.elapsed_ns = h.now - start;
     return r;
 }
 
