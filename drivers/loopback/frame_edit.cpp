@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "wire/bth.hpp"
 #include "wire/bytes.hpp"
 #include "wire/ev.hpp"
 
@@ -50,8 +51,7 @@ FrameInfo inspect_frame(std::span<const std::uint8_t> f) noexcept {
     fi.has_bth = true;
     fi.bth_offset = static_cast<std::uint16_t>(bth);
     fi.opcode = f[bth];
-    fi.is_data = fi.opcode >= static_cast<std::uint8_t>(wire::Opcode::send_first) &&
-                 fi.opcode <= static_cast<std::uint8_t>(wire::Opcode::write_only_imm);
+    fi.is_data = wire::is_data_opcode(static_cast<wire::Opcode>(fi.opcode));
     return fi;
 }
 

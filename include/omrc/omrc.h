@@ -69,6 +69,7 @@ enum omrc_wc_status {
 enum omrc_wc_opcode {
     OMRC_WC_SEND = 0,                /* a send-queue SEND (with or without immediate) */
     OMRC_WC_RDMA_WRITE = 1,          /* a send-queue RDMA WRITE (with or without immediate) */
+    OMRC_WC_RDMA_READ = 2,           /* a send-queue RDMA READ (byte_len: bytes read) */
     OMRC_WC_RECV = 128,              /* a receive filled by an incoming SEND / SEND_WITH_IMM */
     OMRC_WC_RECV_RDMA_WITH_IMM = 129 /* a receive consumed by an incoming WRITE_WITH_IMM */
 };
@@ -114,10 +115,12 @@ enum omrc_wr_opcode {
     OMRC_WR_RDMA_WRITE = 0,
     OMRC_WR_RDMA_WRITE_WITH_IMM = 1,
     OMRC_WR_SEND = 2,         /* into the peer's next receive (remote_addr and rkey unused) */
-    OMRC_WR_SEND_WITH_IMM = 3 /* the same, with imm_data in the receive's completion */
+    OMRC_WR_SEND_WITH_IMM = 3, /* the same, with imm_data in the receive's completion */
+    OMRC_WR_RDMA_READ = 4      /* the peer's [remote_addr, + the SGEs' total) through rkey into the SGEs */
 };
 
 /* Bits of omrc_send_wr.send_flags (ibverbs values). */
+#define OMRC_SEND_FENCE (1u << 0)     /* not begun before every earlier RDMA READ of the QP has completed */
 #define OMRC_SEND_SIGNALED (1u << 1)  /* a completion on success too (errors always complete) */
 #define OMRC_SEND_SOLICITED (1u << 2) /* SEND: the peer's receive completion carries OMRC_WC_SOLICITED */
 #define OMRC_SEND_INLINE (1u << 3)    /* payload copied at post time, no MR needed */
@@ -249,6 +252,10 @@ struct omrc_qp_attr {
     /* The wait this QP asks of a sender it refuses for want of a receive:
      * IBTA's RNR timer code 0..31 (12 = 0.64 ms); INIT->RTR or later. */
     uint32_t min_rnr_timer;
+    /* RDMA READs in flight at once as requester, 0..16 (0 acts as 1); RTR->RTS or later. */
+    uint32_t max_rd_atomic;
+    /* The peer's READs answered at once, 0..16 (0 acts as 1); INIT->RTR or later. */
+    uint32_t max_dest_rd_atomic;
 };
 
 /* Bits of the mask given to omrc_qp_modify. */
@@ -265,6 +272,8 @@ struct omrc_qp_attr {
 #define OMRC_QP_CC (1u << 10)
 #define OMRC_QP_MIN_RNR_TIMER (1u << 11)
 #define OMRC_QP_RNR_RETRY (1u << 12)
+#define OMRC_QP_MAX_QP_RD_ATOMIC (1u << 13)
+#define OMRC_QP_MAX_DEST_RD_ATOMIC (1u << 14)
 
 /* ------------------------------------------------------------------------
  * Device options */

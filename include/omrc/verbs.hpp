@@ -78,6 +78,7 @@ const char* to_string(WcStatus s) noexcept;
 enum class WcOpcode : std::uint8_t {
     send = 0,                  ///< a send-queue SEND (with or without immediate)
     rdma_write = 1,            ///< a send-queue RDMA WRITE (with or without immediate)
+    rdma_read = 2,             ///< a send-queue RDMA READ (byte_len: bytes read)
     recv = 128,                ///< a receive that an incoming SEND (with or without immediate) filled
     recv_rdma_with_imm = 129,  ///< a receive consumed by an incoming WRITE_WITH_IMM
 };
@@ -128,10 +129,16 @@ struct Sge {
 // Work requests
 
 /// Send opcodes, ibverbs values (ibv_wr_opcode).
-enum class WrOpcode : std::uint8_t { rdma_write = 0, rdma_write_with_imm = 1, send = 2, send_with_imm = 3 };
+enum class WrOpcode : std::uint8_t { rdma_write = 0, rdma_write_with_imm = 1, send = 2, send_with_imm = 3, rdma_read = 4 };
+
+/// The most RDMA READs a QP has in flight, and answers at once
+/// (QpAttr::max_rd_atomic, max_dest_rd_atomic; ibv_device_attr::max_qp_rd_atom).
+inline constexpr std::uint32_t kMaxRdAtomic = 16;
 
 /// Bits of SendWr::send_flags (ibverbs values).
 struct SendFlags {
+    /// Not begun before every earlier RDMA READ of the QP has completed (IBV_SEND_FENCE).
+    static constexpr std::uint32_t fence = 1u << 0;
     /// Produce a completion on success (errors always complete).
     static constexpr std::uint32_t signaled = 1u << 1;
     /// SEND: the receiver's completion is a solicited event (Wc::solicited).
@@ -148,9 +155,11 @@ struct SendWr {
     std::uint64_t wr_id = 0;
     WrOpcode opcode = WrOpcode::rdma_write;
     std::uint32_t send_flags = 0;        ///< SendFlags
-    std::span<const Sge> sg_list{};      ///< read during post_send() only
-    std::uint64_t remote_addr = 0;       ///< WRITEs: peer virtual address (SENDs: unused)
-    std::uint32_t rkey = 0;              ///< WRITEs: peer MR (SENDs: unused)
+    /// Read during post_send() only. READ: where the bytes read go (MRs
+    /// with LOCAL_WRITE; not inline), in order; their total is the length read.
+    std::span<const Sge> sg_list{};
+    std::uint64_t remote_addr = 0;       ///< WRITEs and READs: peer virtual address (SENDs: unused)
+    std::uint32_t rkey = 0;              ///< WRITEs and READs: peer MR (SENDs: unused)
     std::uint32_t imm_data = 0;          ///< *_with_imm, host byte order
 };
 
@@ -320,13 +329,16 @@ struct DeviceAddress {
 ///   RESET→INIT  state | access_flags
 ///   INIT→RTR    state | path | dest_qpn | rq_psn | mtu   (optional: mpr)
 ///   INIT→RTR    optional: min_rnr_timer
-///   RTR→RTS     state | sq_psn                         (optional: timeout, retry_cnt, rnr_retry, cc)
+///   INIT→RTR    optional: max_dest_rd_atomic
+///   RTR→RTS     state | sq_psn                         (optional: timeout, retry_cnt, rnr_retry, cc, max_rd_atomic)
 ///   any→ERR, any→RESET: state
 /// Without QpAttrMask::state the QP stays in its state and only timeout,
-/// retry_cnt, rnr_retry and min_rnr_timer may change.
+/// retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic (in RTS) and
+/// max_dest_rd_atomic may change.
 struct QpAttr {
     QpState qp_state = QpState::reset;
-    std::uint32_t qp_access_flags = 0;  ///< AccessFlags the peer may use (REMOTE_WRITE to be written)
+    /// AccessFlags the peer may use (REMOTE_WRITE to be written, REMOTE_READ to be read)
+    std::uint32_t qp_access_flags = 0;
     // RTR
     std::uint32_t dest_qp_num = 0;      ///< peer QPN (Qp::qp_num() on the peer)
     std::uint16_t dest_conn_id = 0;     ///< peer connection id (Qp::conn_id() on the peer)
@@ -347,6 +359,12 @@ struct QpAttr {
     /// The IBTA RNR timer code (0..31) our RNR NAKs ask the sender to wait:
     /// 1 = 10 µs .. 31 = 491.52 ms, 0 = 655.36 ms; 12 = 0.64 ms.
     std::uint32_t min_rnr_timer = 12;
+    /// RDMA READs this QP has in flight at once as requester (0..16; 0 acts
+    /// as 1); later READs wait, and the WRs posted after them (IBTA max_rd_atomic).
+    std::uint32_t max_rd_atomic = kMaxRdAtomic;
+    /// The peer's READs this QP answers at once (0..16; 0 acts as 1); a
+    /// request beyond it is refused with rem_inv_req_err (IBTA max_dest_rd_atomic).
+    std::uint32_t max_dest_rd_atomic = kMaxRdAtomic;
     CcConfig cc{};
 };
 
@@ -365,6 +383,8 @@ struct QpAttrMask {
     static constexpr std::uint32_t cc = 1u << 10;
     static constexpr std::uint32_t min_rnr_timer = 1u << 11;  ///< INIT→RTR or later
     static constexpr std::uint32_t rnr_retry = 1u << 12;      ///< RTR→RTS or later
+    static constexpr std::uint32_t max_rd_atomic = 1u << 13;  ///< RTR→RTS or later
+    static constexpr std::uint32_t max_dest_rd_atomic = 1u << 14;  ///< INIT→RTR or later
 };
 
 // ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ static_assert(OMRC_WC_SUCCESS == static_cast<int>(WcStatus::success) &&
               OMRC_WC_GENERAL_ERR == static_cast<int>(WcStatus::general_err));
 static_assert(OMRC_WC_SEND == static_cast<int>(WcOpcode::send) && OMRC_WC_RECV == static_cast<int>(WcOpcode::recv) &&
               OMRC_WC_RDMA_WRITE == static_cast<int>(WcOpcode::rdma_write) &&
+              OMRC_WC_RDMA_READ == static_cast<int>(WcOpcode::rdma_read) &&
               OMRC_WC_RECV_RDMA_WITH_IMM == static_cast<int>(WcOpcode::recv_rdma_with_imm));
 static_assert(OMRC_WC_WITH_IMM == WcFlags::with_imm);
 static_assert(OMRC_ACCESS_LOCAL_WRITE == AccessFlags::local_write &&
@@ -40,8 +41,9 @@ static_assert(OMRC_ACCESS_LOCAL_WRITE == AccessFlags::local_write &&
 static_assert(OMRC_WR_RDMA_WRITE == static_cast<int>(WrOpcode::rdma_write) &&
               OMRC_WR_RDMA_WRITE_WITH_IMM == static_cast<int>(WrOpcode::rdma_write_with_imm) &&
               OMRC_WR_SEND == static_cast<int>(WrOpcode::send) &&
-              OMRC_WR_SEND_WITH_IMM == static_cast<int>(WrOpcode::send_with_imm));
-static_assert(OMRC_SEND_SIGNALED == SendFlags::signaled && OMRC_SEND_SOLICITED == SendFlags::solicited &&
+              OMRC_WR_SEND_WITH_IMM == static_cast<int>(WrOpcode::send_with_imm) &&
+              OMRC_WR_RDMA_READ == static_cast<int>(WrOpcode::rdma_read));
+static_assert(OMRC_SEND_FENCE == SendFlags::fence && OMRC_SEND_SIGNALED == SendFlags::signaled && OMRC_SEND_SOLICITED == SendFlags::solicited &&
               OMRC_SEND_INLINE == SendFlags::inline_);
 static_assert(OMRC_QPS_RESET == static_cast<int>(QpState::reset) &&
               OMRC_QPS_INIT == static_cast<int>(QpState::init) && OMRC_QPS_RTR == static_cast<int>(QpState::rtr) &&
@@ -62,7 +64,8 @@ static_assert(OMRC_QP_STATE == QpAttrMask::state && OMRC_QP_ACCESS_FLAGS == QpAt
               OMRC_QP_MPR == QpAttrMask::mpr && OMRC_QP_SQ_PSN == QpAttrMask::sq_psn &&
               OMRC_QP_TIMEOUT == QpAttrMask::timeout && OMRC_QP_RETRY_CNT == QpAttrMask::retry_cnt &&
               OMRC_QP_CC == QpAttrMask::cc && OMRC_QP_MIN_RNR_TIMER == QpAttrMask::min_rnr_timer &&
-              OMRC_QP_RNR_RETRY == QpAttrMask::rnr_retry);
+              OMRC_QP_RNR_RETRY == QpAttrMask::rnr_retry && OMRC_QP_MAX_QP_RD_ATOMIC == QpAttrMask::max_rd_atomic &&
+              OMRC_QP_MAX_DEST_RD_ATOMIC == QpAttrMask::max_dest_rd_atomic);
 
 // The address is a plain value without padding (byte-serialisable as it is).
 static_assert(sizeof(omrc_device_address) == OMRC_DEVICE_ADDRESS_BYTES);
@@ -241,6 +244,8 @@ int from_c(const omrc_qp_attr& in, std::uint32_t mask, QpAttr& out) noexcept {
     out.retry_cnt = in.retry_cnt;
     out.rnr_retry = in.rnr_retry;
     out.min_rnr_timer = in.min_rnr_timer;
+    out.max_rd_atomic = in.max_rd_atomic;
+    out.max_dest_rd_atomic = in.max_dest_rd_atomic;
     return 0;
 }
 
@@ -263,6 +268,8 @@ omrc_qp_attr to_c(const QpAttr& a) noexcept {
     c.cc = to_c(a.cc);
     c.rnr_retry = a.rnr_retry;
     c.min_rnr_timer = a.min_rnr_timer;
+    c.max_rd_atomic = a.max_rd_atomic;
+    c.max_dest_rd_atomic = a.max_dest_rd_atomic;
     return c;
 }
 

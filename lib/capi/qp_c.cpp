@@ -123,7 +123,7 @@ int omrc_qp_post_send(struct omrc_qp* qp, const struct omrc_send_wr* wrs, size_t
             static_assert(sizeof opcode == sizeof w.opcode);
             std::memcpy(&opcode, &w.opcode, sizeof opcode);
             if ((opcode != OMRC_WR_RDMA_WRITE && opcode != OMRC_WR_RDMA_WRITE_WITH_IMM && opcode != OMRC_WR_SEND &&
-                 opcode != OMRC_WR_SEND_WITH_IMM) ||
+                 opcode != OMRC_WR_SEND_WITH_IMM && opcode != OMRC_WR_RDMA_READ) ||
                 !sges_readable(w.sg_list, w.num_sge))
                 break;
             sges += w.num_sge;

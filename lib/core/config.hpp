@@ -203,6 +203,10 @@ struct QpCaps {
     std::uint32_t max_inline_data = 256;
 };
 
+/// The most RDMA READs a QP has in flight as requester, and answers at once
+/// as responder (the device's max_qp_rd_atom / max_qp_init_rd_atom).
+inline constexpr std::uint8_t kMaxRdAtomic = 16;
+
 /// Attributes for RESET→INIT→RTR→RTS (ibverbs ibv_qp_attr, the parts OpenMRC uses).
 struct QpAttr {
     // INIT
@@ -231,6 +235,12 @@ struct QpAttr {
     /// Sender: RNR NAKs (no receive posted at the peer) it waits out per
     /// SEND before the WR fails with rnr_retry_exc_err; 7 = without limit (IBTA).
     std::uint8_t rnr_retry = 7;
+    /// Requester: RDMA READs in flight at once (IBTA max_rd_atomic; 0 acts
+    /// as 1), 0..kMaxRdAtomic. Set at RTR→RTS or later.
+    std::uint8_t max_rd_atomic = kMaxRdAtomic;
+    /// Responder: READs of the peer answered at once (IBTA
+    /// max_dest_rd_atomic; 0 acts as 1), 0..kMaxRdAtomic. Set at INIT→RTR or later.
+    std::uint8_t max_dest_rd_atomic = kMaxRdAtomic;
     CcConfig cc{};
 };
 
@@ -259,6 +269,8 @@ enum QpAttrMask : std::uint32_t {
     kAttrCc = 1u << 10,
     kAttrMinRnrTimer = 1u << 11,  ///< INIT→RTR or later
     kAttrRnrRetry = 1u << 12,     ///< RTR→RTS or later
+    kAttrMaxRdAtomic = 1u << 13,      ///< RTR→RTS or later
+    kAttrMaxDestRdAtomic = 1u << 14,  ///< INIT→RTR or later
 };
 
 }  // namespace omrc::core

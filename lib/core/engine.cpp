@@ -55,6 +55,7 @@ const char* to_string(DropReason r) noexcept {
         case DropReason::trimmed: return "trimmed";
         case DropReason::rnr: return "rnr";
         case DropReason::recv_too_small: return "recv_too_small";
+        case DropReason::bad_read: return "bad_read";
         case DropReason::unexpected: return "unexpected";
         case DropReason::count_: break;
     }
@@ -157,7 +158,7 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     // part in our connection setup fills the same values.
     qp->conn_id = conn_id_of(qp->qpn);
     qp->caps = c.caps;
-    qp->sq.resize(c.caps.max_send_wr);
+    qp->sq.resize(c.caps.max_send_wr + kMaxRdAtomic);  // room for READ responses beyond the WRs
     const std::uint32_t qpn = qp->qpn;
     credit_sched_.forget(index);  // an earlier QP of this slot's
     live_.push_back(qp.get());
@@ -228,7 +229,7 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->qpn = qpn;
         qp->conn_id = conn;
         qp->caps = caps;
-        qp->sq.resize(caps.max_send_wr);
+        qp->sq.resize(caps.max_send_wr + kMaxRdAtomic);
         return {kOk};
     }
     if (from == QpState::reset && to == QpState::init) {
@@ -251,7 +252,13 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         const std::uint8_t rnr_timer = (c.mask & kAttrMinRnrTimer) ? a.min_rnr_timer : qp->attr.min_rnr_timer;
         if (rnr_timer > 31) return {EINVAL};
         const std::uint8_t rnr_retry = qp->attr.rnr_retry;  // set at RTS (kAttrRnrRetry)
+        const std::uint8_t rd_atomic = qp->attr.max_rd_atomic;  // set at RTS (kAttrMaxRdAtomic)
+        const std::uint8_t dest_rd_atomic =
+            (c.mask & kAttrMaxDestRdAtomic) ? a.max_dest_rd_atomic : qp->attr.max_dest_rd_atomic;
+        if (dest_rd_atomic > kMaxRdAtomic) return {EINVAL};
         qp->attr = a;
+        qp->attr.max_rd_atomic = rd_atomic;
+        qp->attr.max_dest_rd_atomic = dest_rd_atomic;
         qp->attr.access_flags = access;
         qp->attr.pd = pd;
         qp->attr.min_rnr_timer = rnr_timer;
@@ -282,6 +289,10 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
             if (a.rnr_retry > 7) return {EINVAL};
             qp->attr.rnr_retry = a.rnr_retry;
         }
+        if (c.mask & kAttrMaxRdAtomic) {
+            if (a.max_rd_atomic > kMaxRdAtomic) return {EINVAL};
+            qp->attr.max_rd_atomic = a.max_rd_atomic;
+        }
         if (c.mask & kAttrCc) qp->attr.cc = a.cc;
         qp->cc_info = cc;
         qp->attr.sq_psn = a.sq_psn;
@@ -291,6 +302,7 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         qp->credit = dynamic_cast<Credit*>(qp->cc.get());
         qp->last_progress_ns = now;
         qp->state = QpState::rts;
+        if (!qp->rd_in.empty()) answer_reads(*qp, now);  // READs that arrived while we could not send
         return {kOk};
     }
     if (from == to && from != QpState::reset) {
@@ -307,6 +319,10 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         }
         if ((c.mask & kAttrMinRnrTimer) && a.min_rnr_timer > 31) return {EINVAL};
         if ((c.mask & kAttrRnrRetry) && a.rnr_retry > 7) return {EINVAL};
+        if ((c.mask & kAttrMaxRdAtomic) && (from != QpState::rts || a.max_rd_atomic > kMaxRdAtomic)) return {EINVAL};
+        if ((c.mask & kAttrMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic) return {EINVAL};
+        if (c.mask & kAttrMaxRdAtomic) qp->attr.max_rd_atomic = a.max_rd_atomic;
+        if (c.mask & kAttrMaxDestRdAtomic) qp->attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
         if (c.mask & kAttrMinRnrTimer) qp->attr.min_rnr_timer = a.min_rnr_timer;
@@ -348,19 +364,25 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         for (std::size_t s = 0; s < wr.sge_count; ++s) len += wr.sges[s].len;
         if (len > (1ull << 31)) return {EINVAL, 0, i};
         if (wr.is_inline && len > qp->caps.max_inline_data) return {EINVAL, 0, i};
-        if (qp->sq_count == qp->sq.size()) return {ENOMEM, 0, i};
+        if (wr.is_read && (wr.is_inline || wr.is_send || wr.with_imm)) return {EINVAL, 0, i};
+        if (qp->sq_count - qp->rd_resp_queued >= qp->caps.max_send_wr) return {ENOMEM, 0, i};
         if (qp->state == QpState::err) {
             complete({.wr_id = wr.wr_id,
                       .qpn = qp->qpn,
                       .status = WcStatus::wr_flush_err,
-                      .opcode = wr.is_send ? WcOpcode::send : WcOpcode::rdma_write,
+                      .opcode = wr.is_read ? WcOpcode::rdma_read : wr.is_send ? WcOpcode::send : WcOpcode::rdma_write,
                       .sq_retired = ++qp->sq_retired});
             continue;
         }
         const std::uint32_t slot = (qp->sq_head + qp->sq_count) % static_cast<std::uint32_t>(qp->sq.size());
         SendMsg& m = qp->sq[slot];
         m.req = wr;
-        m.length = static_cast<std::uint32_t>(len);
+        m.response = false;
+        // A READ's request carries no payload; its SGEs receive the response.
+        m.length = wr.is_read ? 0 : static_cast<std::uint32_t>(len);
+        m.rd_len = wr.is_read ? static_cast<std::uint32_t>(len) : 0;
+        m.rd_placed = 0;
+        m.rd_issued = m.rd_done = false;
         if (wr.is_inline) {
             // The caller may reuse an inline buffer as soon as post returns.
             m.inline_copy.resize(len);
@@ -374,8 +396,10 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
         }
         m.npkts = std::max<std::uint32_t>(1, (m.length + qp->attr.mtu_bytes - 1) / qp->attr.mtu_bytes);
         m.msn = qp->next_msn++;
-        // SEND and WRITE_WITH_IMM consume a receive at the peer, in this order.
-        m.rqmsn = wr.with_imm || wr.is_send ? qp->next_rqmsn++ : qp->next_rqmsn;
+        // SEND and WRITE_WITH_IMM consume a receive at the peer, in this
+        // order; a READ names its response by its own sequence.
+        if (wr.is_read) m.rqmsn = qp->next_rd_seq++;
+        else m.rqmsn = wr.with_imm || wr.is_send ? qp->next_rqmsn++ : qp->next_rqmsn;
         if (qp->sq_unsegmented == 0) {
             qp->seg_msg = slot;
             qp->seg_offset = 0;
@@ -459,14 +483,19 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
     for (std::uint32_t k = 0; k < qp.sq_count; ++k) {
         const SendMsg& m = qp.sq[(qp.sq_head + k) % n];
+        if (m.response) continue;  // a READ response of ours: no WR to complete
         complete({.wr_id = m.req.wr_id,
                   .qpn = qp.qpn,
                   .status = first ? first_status : WcStatus::wr_flush_err,
-                  .opcode = m.req.is_send ? WcOpcode::send : WcOpcode::rdma_write,
+                  .opcode = m.wc_opcode(),
                   .sq_retired = ++qp.sq_retired});
         first = false;
     }
     qp.sq_count = qp.sq_unsegmented = 0;
+    qp.rd_outstanding = 0;
+    qp.rd_slots.clear();
+    qp.rd_in.clear();
+    qp.rd_resp_unsent = qp.rd_resp_queued = 0;
     for (std::size_t i = 0; i < qp.rq.size(); ++i)
         complete({.wr_id = qp.rq[i].wr_id, .qpn = qp.qpn, .status = WcStatus::wr_flush_err, .opcode = WcOpcode::recv});
     qp.rq.clear();

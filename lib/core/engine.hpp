@@ -145,7 +145,15 @@ private:
     bool send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now);
     /// The path policy's next slot, with stale slots limited (EngineConfig::stale_path_packets).
     int select_slot(Qp& qp, std::uint32_t planes, TimeNs now);
-    void build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out, TimeNs now);
+    /// `response_src`: a READ response packet's bytes (response_source).
+    void build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out, TimeNs now,
+                          const std::uint8_t* response_src);
+    /// Whether the message to segment next may go: not a READ beyond max_rd_atomic.
+    static bool read_gate_open(const Qp& qp) noexcept;
+    /// A READ response packet's bytes [offset, offset+len) from our MR, in
+    /// `src`; false when the MR no longer holds them (the QP entered ERR).
+    bool response_source(Qp& qp, const SendMsg& m, std::uint32_t offset, std::uint32_t len, const std::uint8_t*& src,
+                         TimeNs now);
     /// True when the QP could send another data packet right now (queue, windows).
     bool can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept;
     /// The send gates of a `len`-byte packet: the congestion window `cwnd`
@@ -240,6 +248,15 @@ private:
     /// Places a SEND packet into the receive its RQMSN names; false when it
     /// was refused (RNR NAK, a receive too small, bad fields: counted, NAKed).
     bool place_send(Qp& qp, const wire::FrameView& f, TimeNs now);
+    /// Responder: checks a READ request (access, memory, max_dest_rd_atomic)
+    /// and keeps it until cack reaches it; false when refused (NAKed, counted).
+    bool accept_read(Qp& qp, const wire::FrameView& f, TimeNs now);
+    /// Responder: queues the response of every accepted READ that cack has
+    /// reached, while the send queue has room for responses.
+    void answer_reads(Qp& qp, TimeNs now);
+    /// Requester: places a READ response packet into the READ its RQMSN
+    /// names; false when it names none or lies outside it (dropped, counted).
+    bool place_read_response(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_trimmed(Qp& qp, const wire::FrameView& f, TimeNs now);
     void on_probe(Qp& qp, const wire::FrameView& f, std::uint8_t plane, TimeNs now);
     /// `no_reply`: another engine of the device answers this request (RxFrame::no_reply).

@@ -13,6 +13,16 @@
 
 namespace omrc::core {
 
+namespace {
+/// Inserts `psn` into a ring kept in PSN order (nearly always at the back).
+template <class T, class Key>
+void insert_ordered(Ring<T>& ring, std::uint32_t psn, const T& value, Key key) {
+    std::size_t at = ring.size();
+    while (at > 0 && psn_diff(key(ring[at - 1]), psn) > 0) --at;
+    ring.insert(at, value);
+}
+}  // namespace
+
 wire::GatherFrame* Engine::ctrl_slot() {
     if (ctrl_.size() >= kCtrlQueueLimit) {
         ++stats_.ctrl_queue_overflow;
@@ -396,6 +406,143 @@ bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
     return true;
 }
 
+bool Engine::accept_read(Qp& qp, const wire::FrameView& f, TimeNs) {
+    // A READ request: the QP and the MR must allow remote reads, and the
+    // requester stay within our max_dest_rd_atomic; refused ones are NAKed
+    // as a WRITE would be (the requester's READ fails with the NAK's error).
+    const std::uint32_t psn = f.bth.psn;
+    const wire::RethHdr reth = f.reth();
+    if (!(qp.attr.access_flags & kAccessRemoteRead)) {
+        drop(DropReason::remote_access);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, psn);
+        return false;
+    }
+    if (qp.rd_resp_unsent >= std::max<std::uint32_t>(1, qp.attr.max_dest_rd_atomic)) {
+        drop(DropReason::bad_read);
+        send_aeth_nak(qp, wire::AethSyndrome::nak_invalid_request, psn);
+        return false;
+    }
+    if (reth.dma_len != 0) {  // IBTA: a zero-length READ checks no R_Key
+        const std::uint8_t* src = nullptr;
+        const PlaceStatus ps = memory_ != nullptr ? memory_->read_source(qp.attr.pd, reth.rkey, reth.va, reth.dma_len, src)
+                                                  : PlaceStatus::no_access;
+        if (ps != PlaceStatus::ok) {
+            drop(DropReason::remote_access);
+            send_aeth_nak(qp, wire::AethSyndrome::nak_remote_access, psn);
+            return false;
+        }
+    }
+    insert_ordered(qp.rd_in, psn,
+                   PendingRead{.psn = psn, .rd_seq = f.meth().rqmsn, .va = reth.va, .rkey = reth.rkey, .len = reth.dma_len},
+                   [](const PendingRead& r) { return r.psn; });
+    ++qp.rd_resp_unsent;
+    return true;
+}
+
+void Engine::answer_reads(Qp& qp, TimeNs now) {
+    // A READ is answered once every PSN up to its request has arrived: it
+    // then reads what every earlier WRITE and SEND of the requester wrote.
+    const auto n = static_cast<std::uint32_t>(qp.sq.size());
+    while (!qp.rd_in.empty() && psn_diff(qp.rd_in.front().psn, qp.rcv_cack) <= 0) {
+        if (qp.state != QpState::rts) return;  // again at RTS (modify_qp)
+        if (qp.rd_resp_queued >= kMaxRdAtomic) return;  // the send queue's room for responses is full: again as one retires
+        ensure_sender(qp);
+        const PendingRead r = qp.rd_in.front();
+        qp.rd_in.pop_front();
+        // The response goes ahead of our own messages not yet begun (only a
+        // message already partly sent stays ahead): the requester's READ
+        // should wait for our bytes in flight, not for our queue.
+        std::uint32_t at = (qp.sq_head + qp.sq_count) % n;
+        std::uint32_t waiting = qp.sq_unsegmented;  // unsegmented messages not begun
+        if (waiting > 0 && qp.seg_offset > 0) --waiting;
+        for (std::uint32_t k = 0; k < waiting; ++k) {
+            const std::uint32_t from = (at + n - 1) % n;
+            qp.sq[at] = std::move(qp.sq[from]);
+            at = from;
+        }
+        SendMsg& m = qp.sq[at];
+        m.req = SendRequest{};
+        m.req.remote_addr = r.va;
+        m.req.rkey = r.rkey;
+        m.req.signaled = false;
+        m.inline_copy.clear();
+        m.response = true;
+        m.length = r.len;
+        m.rd_len = m.rd_placed = 0;
+        m.rd_issued = m.rd_done = false;
+        m.npkts = std::max<std::uint32_t>(1, (m.length + qp.attr.mtu_bytes - 1) / qp.attr.mtu_bytes);
+        m.msn = qp.next_msn++;
+        m.rqmsn = r.rd_seq;
+        if (waiting == qp.sq_unsegmented) {
+            // Nothing partly sent: the response is the next to segment.
+            if (qp.sq_unsegmented == 0 && qp.resend.empty()) qp.paths.begin_burst(rng_);
+            qp.seg_msg = at;
+            qp.seg_offset = 0;
+        }
+        if (qp.credit != nullptr)
+            qp.credit->on_demand(m.length, true, qp.inflight_bytes == 0 && !qp.has_tx_work());
+        ++qp.sq_count;
+        ++qp.sq_unsegmented;
+        ++qp.rd_resp_queued;
+        ++qp.stats.reads_answered;
+        if (qp.snd_una == qp.snd_nxt && qp.sq_unsegmented == 1) qp.last_progress_ns = now;
+        want_tx(qp);
+    }
+}
+
+bool Engine::place_read_response(Qp& qp, const wire::FrameView& f, TimeNs now) {
+    // A READ response packet goes into the READ its RQMSN names, at its
+    // offset, scattered over the READ's SGEs.
+    const wire::RethHdr reth = f.reth();
+    const auto len = static_cast<std::uint32_t>(f.payload.size());
+    const std::uint16_t seq = f.meth().rqmsn;
+    std::size_t idx = 0;
+    while (idx < qp.rd_slots.size() && qp.sq[qp.rd_slots[idx]].rqmsn != seq) ++idx;
+    if (idx == qp.rd_slots.size()) {
+        drop(DropReason::bad_read);  // no READ of ours is waiting for it
+        return false;
+    }
+    SendMsg& m = qp.sq[qp.rd_slots[idx]];
+    if (reth.rkey != 0 || reth.dma_len != m.rd_len || reth.va > reth.dma_len - len) {
+        drop(DropReason::bad_read);  // not the READ's length, or past its end
+        return false;
+    }
+    std::uint32_t skip = static_cast<std::uint32_t>(reth.va), done = 0;
+    for (std::size_t i = 0; i < m.req.sge_count && done < len; ++i) {
+        const SgePiece& sge = m.req.sges[i];
+        if (skip >= sge.len) {
+            skip -= sge.len;
+            continue;
+        }
+        const std::uint32_t take = std::min(sge.len - skip, len - done);
+        // The READ's destination was checked (LOCAL_WRITE) when posted; its MR
+        // is checked again here, since it may have been deregistered since.
+        auto* dst = const_cast<std::uint8_t*>(sge.addr);
+        const PlaceStatus ps = memory_ ? memory_->place_local(qp.attr.pd, sge.lkey, dst == nullptr ? nullptr : dst + skip,
+                                                             f.payload.subspan(done, take))
+                                       : PlaceStatus::ok;
+        if (ps != PlaceStatus::ok) {
+            drop(DropReason::remote_access);
+            enter_error(qp, WcStatus::loc_prot_err, now);
+            return false;
+        }
+        done += take;
+        skip = 0;
+    }
+    m.rd_placed += len;
+    ++qp.stats.read_resp_pkts_placed;
+    qp.last_progress_ns = now;  // the peer answers: progress for the retry budget
+    if (m.rd_placed >= m.rd_len) {
+        m.rd_done = true;
+        qp.rd_slots.erase(idx);
+        --qp.rd_outstanding;
+        ++qp.stats.reads_completed;
+        advance_una(qp, now);  // it completes in order once its request is acknowledged
+        want_tx(qp);           // a READ held by max_rd_atomic may go
+    }
+    return true;
+}
+
 void Engine::deliver_imms(Qp& qp) {
     // A receive completes only when every PSN up to its message's last
     // packet — all of this message and of every earlier one — has been placed.
@@ -449,16 +596,6 @@ void Engine::note_ack(Qp& qp, const wire::FrameView& f, bool ack_now) {
     }
 }
 
-namespace {
-/// Inserts `psn` into a ring kept in PSN order (nearly always at the back).
-template <class T, class Key>
-void insert_ordered(Ring<T>& ring, std::uint32_t psn, const T& value, Key key) {
-    std::size_t at = ring.size();
-    while (at > 0 && psn_diff(key(ring[at - 1]), psn) > 0) --at;
-    ring.insert(at, value);
-}
-}  // namespace
-
 void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     (void)now;
     const std::uint32_t psn = f.bth.psn;
@@ -487,6 +624,10 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
     const bool send = wire::is_send_opcode(f.bth.opcode);
     if (send) {
         if (!place_send(qp, f, now)) return;
+    } else if (f.bth.opcode == wire::Opcode::read_req) {
+        if (!accept_read(qp, f, now)) return;
+    } else if (wire::is_read_response_opcode(f.bth.opcode)) {
+        if (!place_read_response(qp, f, now)) return;
     } else {
         if (!(qp.attr.access_flags & kAccessRemoteWrite)) {
             drop(DropReason::remote_access);
@@ -538,6 +679,7 @@ void Engine::on_data(Qp& qp, const wire::FrameView& f, TimeNs now) {
         qp.rcv_msn = (qp.rcv_msn + 1) & kMsnMask;
     }
     deliver_imms(qp);
+    if (!qp.rd_in.empty()) answer_reads(qp, now);
     if (f.ecn == 3) ++qp.stats.ecn_received;
     note_ack(qp, f, f.bth.ack_req || f.bth.rtx);
 }

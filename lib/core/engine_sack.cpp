@@ -86,10 +86,21 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
     assert(psn_diff(qp.snd_nxt, qp.snd_una) >= 0 && "snd_una ≤ snd_nxt");
     // Complete messages in post order once all their packets are acknowledged.
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
+    bool answered = false;
     while (qp.sq_count > qp.sq_unsegmented) {
         const SendMsg& m = qp.sq[qp.sq_head];
         const std::uint32_t last = psn_add(m.first_psn, m.npkts - 1);
         if (psn_diff(last, qp.snd_una) >= 0) break;
+        if (m.req.is_read && !m.rd_done) break;  // its response is still arriving
+        qp.sq_head = (qp.sq_head + 1) % n;
+        --qp.sq_count;
+        if (m.response) {
+            // A READ response of ours: delivered, no WR to complete; its room
+            // in the send queue may take a waiting request's answer.
+            --qp.rd_resp_queued;
+            if (!qp.rd_in.empty()) answered = true;
+            continue;
+        }
         ++qp.sq_retired;
         // A SEND acknowledged whole was placed into a receive: the peer is ready again.
         if (m.req.is_send) qp.rnr_waits_used = 0;
@@ -97,14 +108,13 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
             complete({.wr_id = m.req.wr_id,
                       .qpn = qp.qpn,
                       .status = WcStatus::success,
-                      .opcode = m.req.is_send ? WcOpcode::send : WcOpcode::rdma_write,
-                      .byte_len = m.length,
+                      .opcode = m.wc_opcode(),
+                      .byte_len = m.req.is_read ? m.rd_len : m.length,
                       .sq_retired = qp.sq_retired});
             ++qp.stats.send_completions;
         }
-        qp.sq_head = (qp.sq_head + 1) % n;
-        --qp.sq_count;
     }
+    if (answered) answer_reads(qp, now);
 }
 
 void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
@@ -368,11 +378,12 @@ void Engine::fail_message(Qp& qp, std::uint32_t psn, WcStatus st, TimeNs now) {
     // they are flushed, the NAKed one carries the error, the QP stops.
     for (std::uint32_t e = 0; e < k; ++e) {
         const SendMsg& early = qp.sq[qp.sq_head];
-        complete({.wr_id = early.req.wr_id,
-                  .qpn = qp.qpn,
-                  .status = WcStatus::wr_flush_err,
-                  .opcode = early.req.is_send ? WcOpcode::send : WcOpcode::rdma_write,
-                  .sq_retired = ++qp.sq_retired});
+        if (!early.response)
+            complete({.wr_id = early.req.wr_id,
+                      .qpn = qp.qpn,
+                      .status = WcStatus::wr_flush_err,
+                      .opcode = early.wc_opcode(),
+                      .sq_retired = ++qp.sq_retired});
         qp.sq_head = (qp.sq_head + 1) % n;
         --qp.sq_count;
     }

@@ -37,10 +37,12 @@ void Engine::sender_timers(Qp& qp, TimeNs now) {
     const bool in_flight = qp.snd_una != qp.snd_nxt;
     if (in_flight) next = std::min(next, sweep_untracked(qp, timeout, now));
     // 4. Retry budget: no progress for timeout · (retry_cnt + 1), with
-    // packets in flight, or with messages waiting and no plane to send them on.
-    if (in_flight || qp.sq_unsegmented > 0) {
+    // packets in flight, with READs whose response has stopped coming, or
+    // with messages waiting and no plane to send them on.
+    const bool reading = qp.rd_outstanding > 0;
+    if (in_flight || reading || qp.sq_unsegmented > 0) {
         const TimeNs give_up = qp.last_progress_ns + qp.attr.timeout_ns * (qp.attr.retry_cnt + 1);
-        if (now >= give_up && (in_flight || usable_planes(qp) == 0)) {
+        if (now >= give_up && (in_flight || reading || usable_planes(qp) == 0)) {
             enter_error(qp, WcStatus::retry_exc_err, now);
             return;
         }

@@ -21,9 +21,34 @@ bool Engine::can_send_more(const Qp& qp, std::uint64_t cwnd) const noexcept {
     } else {
         if (qp.sq_unsegmented == 0) return false;
         if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
+        if (!read_gate_open(qp)) return false;
         len = std::min(qp.attr.mtu_bytes, qp.sq[qp.seg_msg].length - qp.seg_offset);
     }
     return may_send(qp, len, cwnd);
+}
+
+bool Engine::read_gate_open(const Qp& qp) noexcept {
+    // IBTA max_rd_atomic: a READ whose request would exceed it waits, and
+    // everything posted after it with it (the send queue is in order).
+    // IBV_SEND_FENCE: nothing of the WR before every earlier READ is done.
+    const SendMsg& m = qp.sq[qp.seg_msg];
+    if (m.req.fence && qp.rd_outstanding > 0 && qp.seg_offset == 0) return false;
+    return !m.req.is_read || qp.rd_outstanding < std::max<std::uint32_t>(1, qp.attr.max_rd_atomic);
+}
+
+bool Engine::response_source(Qp& qp, const SendMsg& m, std::uint32_t offset, std::uint32_t len,
+                             const std::uint8_t*& src, TimeNs now) {
+    // Asked again for every packet built: our MR may have been deregistered
+    // since the request was accepted. Then nothing more of ours can be
+    // trusted to the peer: the QP enters ERR (the requester's READ ends by
+    // its retry budget).
+    src = nullptr;
+    if (len == 0 || memory_ == nullptr) return true;
+    if (memory_->read_source(qp.attr.pd, m.req.rkey, m.req.remote_addr + offset, len, src) == PlaceStatus::ok)
+        return true;
+    ++qp.stats.read_source_lost;
+    enter_error(qp, WcStatus::wr_flush_err, now);
+    return false;
 }
 
 bool Engine::may_send(const Qp& qp, std::uint32_t len, std::uint64_t cwnd) noexcept {
@@ -74,19 +99,30 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
         if (!may_send(qp, p.len, cwnd)) return false;
         const int slot = select_slot(qp, planes, now);
         if (slot < 0) return false;
+        const SendMsg& rm = qp.sq[p.msg_slot];
+        const std::uint8_t* src = nullptr;
+        if (rm.response && !response_source(qp, rm, p.offset, p.len, src, now)) return false;
         qp.resend.pop_front();
         p.lost = false;
         p.ev_slot = static_cast<std::uint16_t>(slot);
-        build_data_frame(qp, psn, p, true, out, now);
+        build_data_frame(qp, psn, p, true, out, now, src);
         return true;
     }
     if (qp.sq_unsegmented == 0) return false;
     if (psn_diff(qp.snd_nxt, qp.snd_una) >= static_cast<std::int32_t>(qp.window_pkts)) return false;
+    if (!read_gate_open(qp)) return false;
     SendMsg& m = qp.sq[qp.seg_msg];
     const std::uint32_t len = std::min(qp.attr.mtu_bytes, m.length - qp.seg_offset);
     if (!may_send(qp, len, cwnd)) return false;
     const int slot = select_slot(qp, planes, now);
     if (slot < 0) return false;
+    const std::uint8_t* src = nullptr;
+    if (m.response && !response_source(qp, m, qp.seg_offset, len, src, now)) return false;
+    if (m.req.is_read && !m.rd_issued) {
+        m.rd_issued = true;
+        ++qp.rd_outstanding;
+        qp.rd_slots.push_back(qp.seg_msg);
+    }
     const std::uint32_t psn = qp.snd_nxt;
     if (qp.seg_offset == 0) m.first_psn = psn;
     TxPkt& p = qp.pkt(psn);
@@ -100,18 +136,23 @@ bool Engine::send_one_data(Qp& qp, wire::GatherFrame& out, TimeNs now) {
         qp.seg_msg = (qp.seg_msg + 1) % static_cast<std::uint32_t>(qp.sq.size());
         qp.seg_offset = 0;
         --qp.sq_unsegmented;
+        if (m.response) {
+            // The whole response has left once: the responder's READ resource is free again.
+            assert(qp.rd_resp_unsent > 0 && "rd_resp_unsent counts accepted READs whose response has not left");
+            --qp.rd_resp_unsent;
+        }
     }
     if (qp.snd_una == qp.snd_nxt) qp.last_progress_ns = now;  // the clock of the retry budget starts
     qp.snd_nxt = psn_add(qp.snd_nxt, 1);
     assert(psn_diff(qp.snd_nxt, qp.snd_una) > 0 &&
            static_cast<std::uint32_t>(psn_diff(qp.snd_nxt, qp.snd_una)) <= qp.pkt_mask + 1 &&
            "snd_una < snd_nxt ≤ snd_una + the transmit ring");
-    build_data_frame(qp, psn, p, false, out, now);
+    build_data_frame(qp, psn, p, false, out, now, src);
     return true;
 }
 
 void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransmit, wire::GatherFrame& out,
-                              TimeNs now) {
+                              TimeNs now, const std::uint8_t* response_src) {
     const SendMsg& m = qp.sq[p.msg_slot];
     EvSlot& slot = qp.paths.slot(p.ev_slot);
     const std::uint8_t plane = slot.plane;
@@ -178,10 +219,13 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     fields.payload_len = p.len;
     fields.meth = {m.rqmsn, m.msn};
     fields.tx_timestamp = tseth_ticks(now);
-    // A SEND's RETH: VA is the packet's byte offset in the message, R_Key 0
-    // (docs/PROTOCOL.md §4.4); the receiver places it into the receive its RQMSN names.
-    fields.reth = m.req.is_send ? wire::RethHdr{p.offset, 0, m.length}
-                                : wire::RethHdr{m.req.remote_addr + p.offset, m.req.rkey, m.length};
+    // A SEND's and a READ response's RETH: VA is the packet's byte offset in
+    // the message, R_Key 0 (docs/PROTOCOL.md §4.4); the receiver places it
+    // into the receive (the READ) its RQMSN names. A READ request's names
+    // the peer's memory and the bytes to read.
+    if (m.req.is_read) fields.reth = wire::RethHdr{m.req.remote_addr, m.req.rkey, m.rd_len};
+    else if (m.req.is_send || m.response) fields.reth = wire::RethHdr{p.offset, 0, m.length};
+    else fields.reth = wire::RethHdr{m.req.remote_addr + p.offset, m.req.rkey, m.length};
     fields.solicited = m.req.solicited && wire::is_last_of_message(fields.opcode);
     fields.imm = m.req.imm_data;
     fields.crth = qp.credit != nullptr ? &crth : nullptr;
@@ -192,7 +236,12 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     out.segment_count = 0;
     out.payload_in_engine_memory = m.req.is_inline;
     std::uint32_t skip = p.offset, want = p.len;
-    for (std::size_t i = 0; i < m.req.sge_count && want > 0; ++i) {
+    if (m.response) {
+        // A READ response: from our MR (response_source checked the range just now).
+        if (want > 0) out.segments[out.segment_count++] = {response_src, want};
+        want = 0;
+    }
+    for (std::size_t i = 0; i < m.req.sge_count && want > 0 && !m.req.is_read; ++i) {
         const SgePiece& sge = m.req.sges[i];
         if (skip >= sge.len) {
             skip -= sge.len;

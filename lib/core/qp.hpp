@@ -33,16 +33,38 @@ struct SendMsg {
     std::uint32_t first_psn = 0;
     std::uint32_t npkts = 0;                ///< ≥ 1 (a zero-length message takes one packet)
     std::uint16_t msn = 0;
-    std::uint16_t rqmsn = 0;                ///< receive-queue MSN (SEND and WRITE_WITH_IMM: the receive it consumes)
+    /// Receive-queue MSN (SEND and WRITE_WITH_IMM: the receive it consumes);
+    /// a READ request and a READ response: the read sequence (Qp::next_rd_seq).
+    std::uint16_t rqmsn = 0;
+    // RDMA READ requester (req.is_read): length is 0 (the request carries no payload).
+    std::uint32_t rd_len = 0;               ///< bytes read: the READ WR's SGEs
+    std::uint32_t rd_placed = 0;            ///< response bytes placed so far (each packet once: receive bitmap)
+    bool rd_issued = false;                 ///< its request was segmented: counted in Qp::rd_outstanding
+    bool rd_done = false;                   ///< every response byte placed (completes once its request is acknowledged, in order)
+    /// RDMA READ responder: this message answers a peer's READ (req.remote_addr
+    /// and req.rkey name our MR, re-checked per packet built); no WR of ours:
+    /// it never completes and is not counted in Qp::sq_retired.
+    bool response = false;
+
+    [[nodiscard]] WcOpcode wc_opcode() const noexcept {
+        return req.is_read ? WcOpcode::rdma_read : req.is_send ? WcOpcode::send : WcOpcode::rdma_write;
+    }
 
     /// Opcode of the packet at byte `offset` carrying `len` bytes. Decided
     /// from bytes, never from a PSN difference: a message may span more PSNs
     /// (up to 2^31 bytes / 64-byte MTU = 2^25) than a signed 24-bit PSN
     /// difference can count.
     [[nodiscard]] wire::Opcode opcode_at(std::uint32_t offset, std::uint32_t len) const noexcept {
+        if (req.is_read) return wire::Opcode::read_req;
         const bool imm = req.with_imm;
         const bool first = offset == 0;
         const bool last = std::uint64_t{offset} + len >= length;
+        if (response) {
+            if (first && last) return wire::Opcode::read_resp_only;
+            if (first) return wire::Opcode::read_resp_first;
+            if (last) return wire::Opcode::read_resp_last;
+            return wire::Opcode::read_resp_middle;
+        }
         if (req.is_send) {
             if (first && last) return imm ? wire::Opcode::send_only_imm : wire::Opcode::send_only;
             if (first) return wire::Opcode::send_first;
@@ -80,6 +102,17 @@ struct TxPkt {
 [[nodiscard]] inline std::uint16_t tseth_ticks(TimeNs t) noexcept {
     return static_cast<std::uint16_t>(t / wire::TsethHdr::kTickNs);
 }
+
+/// A peer's RDMA READ request accepted by the responder: answered (a
+/// response message queued on our sending half) once every PSN up to it has
+/// arrived, so that a READ sees every WRITE posted before it.
+struct PendingRead {
+    std::uint32_t psn = 0;      ///< the request's PSN (answered once cack_psn reaches it)
+    std::uint16_t rd_seq = 0;   ///< the requester's read sequence (METH.RQMSN), echoed in every response packet
+    std::uint64_t va = 0;       ///< our memory, checked when accepted (PlacementTarget::read_source)
+    std::uint32_t rkey = 0;
+    std::uint32_t len = 0;
+};
 
 /// A message that consumes a receive (SEND, WRITE_WITH_IMM) whose last
 /// packet has arrived: its receive completes once every PSN up to that
@@ -156,6 +189,20 @@ struct Qp {
     /// Per plane: destination MAC then source MAC, as the Ethernet header carries them.
     std::array<std::array<std::uint8_t, 12>, kMaxPlanes> plane_macs{};
     routing::UsidTemplate usid_template{};
+
+    // RDMA READ, requester: READs whose request was segmented and whose
+    // response is not wholly placed (≤ max(1, attr.max_rd_atomic)).
+    std::uint16_t next_rd_seq = 0;  ///< read sequence of the next READ posted
+    std::uint32_t rd_outstanding = 0;
+    Ring<std::uint32_t> rd_slots;   ///< sq slots of those READs, oldest first
+    // RDMA READ, responder.
+    Ring<PendingRead> rd_in;        ///< accepted requests not yet answered, by PSN
+    /// Accepted READs whose response has not yet wholly left once (≤
+    /// max(1, attr.max_dest_rd_atomic)): a requester within its own limit
+    /// never exceeds it, since its READ is outstanding from before the
+    /// request arrives until after the response's last packet has left.
+    std::uint32_t rd_resp_unsent = 0;
+    std::uint32_t rd_resp_queued = 0;  ///< response messages in sq (≤ kMaxRdAtomic: sq's room beyond max_send_wr)
 
     // ---- receiver ----
     std::uint32_t rcv_cack = 0;     ///< every PSN ≤ this has been received (rq_psn − 1 at start)

@@ -26,6 +26,7 @@ enum class DropReason : std::uint8_t {
     trimmed,          ///< trimmed data packet (NACKed, not placed)
     rnr,              ///< SEND with no receive posted for it: RNR NAKed, not placed (the sender resends)
     recv_too_small,   ///< SEND longer than its receive buffer: NAKed (invalid request), the QP fails
+    bad_read,         ///< READ response naming no READ of ours or outside it; READ request beyond max_dest_rd_atomic (NAKed)
     unexpected,       ///< opcode not expected here (e.g. EP response without request)
     count_
 };
@@ -134,6 +135,11 @@ struct QpStats {
     // sender side, SEND
     std::uint64_t rnr_naks_received = 0;   ///< RNR NAKs acted on (each resends its packet after the wait)
     std::uint64_t rnr_waits = 0;           ///< RNR waits begun (each spends one of attr.rnr_retry)
+    // RDMA READ
+    std::uint64_t reads_completed = 0;     ///< requester: READs whose every response byte was placed
+    std::uint64_t read_resp_pkts_placed = 0;  ///< requester: response packets placed (counted in data_pkts_received too)
+    std::uint64_t reads_answered = 0;      ///< responder: READ requests whose response was queued
+    std::uint64_t read_source_lost = 0;    ///< responder: a response's MR gone before its packet was built (the QP entered ERR)
 };
 
 }  // namespace omrc::core

@@ -32,7 +32,7 @@ enum class WcStatus : std::uint8_t {
 };
 
 /// Completion opcode, numbered as ibverbs' ibv_wc_opcode.
-enum class WcOpcode : std::uint8_t { send = 0, rdma_write = 1, recv = 128, recv_rdma_with_imm = 129 };
+enum class WcOpcode : std::uint8_t { send = 0, rdma_write = 1, rdma_read = 2, recv = 128, recv_rdma_with_imm = 129 };
 
 struct Completion {
     std::uint64_t wr_id = 0;
@@ -61,10 +61,12 @@ enum AccessFlags : std::uint32_t {
     kAccessRemoteAtomic = 1u << 3,
 };
 
-/// A local buffer piece already validated by the verbs layer (lkey, bounds).
+/// A local buffer piece already validated by the verbs layer (lkey, bounds;
+/// for an RDMA READ's destination also LOCAL_WRITE).
 struct SgePiece {
     const std::uint8_t* addr = nullptr;
     std::uint32_t len = 0;
+    std::uint32_t lkey = 0;  ///< RDMA READ: its MR, checked again at placement (PlacementTarget::place_local)
 };
 
 inline constexpr std::size_t kMaxSge = 8;
@@ -75,6 +77,10 @@ struct SendRequest {
     /// SEND (placed into the peer's next receive WR) instead of RDMA WRITE
     /// (placed at remote_addr through rkey, both then unused).
     bool is_send = false;
+    /// RDMA READ: the peer's [remote_addr, +length of the SGEs) through rkey
+    /// is read into the SGEs (is_send, with_imm, solicited and inline unused).
+    bool is_read = false;
+    bool fence = false;       ///< not begun before every earlier READ has completed (IBV_SEND_FENCE)
     bool solicited = false;   ///< BTH.SE on the last packet (SEND only; IBV_SEND_SOLICITED)
     bool with_imm = false;
     bool signaled = true;
@@ -107,7 +113,7 @@ enum class PlaceStatus : std::uint8_t {
     ok,
     bad_rkey,       ///< no live MR with this rkey (never registered, or deregistered)
     pd_mismatch,    ///< MR belongs to another protection domain than the QP
-    no_access,      ///< MR lacks REMOTE_WRITE
+    no_access,      ///< MR lacks REMOTE_WRITE (REMOTE_READ for read_source)
     out_of_bounds,  ///< [va, va+len) not inside the MR (checked without overflow)
 };
 
@@ -126,6 +132,17 @@ public:
     virtual PlaceStatus check(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len) {
         (void)pd, (void)rkey, (void)va, (void)len;
         return PlaceStatus::ok;
+    }
+    /// RDMA READ responder: where the bytes [va, va+len) of the MR of `rkey`
+    /// are (checked: live, the QP's PD, REMOTE_READ, in bounds), in `out`.
+    /// Asked again each time a response packet is built (the MR may be
+    /// deregistered meanwhile). The default refuses: a model without memory
+    /// has nothing to read from.
+    virtual PlaceStatus read_source(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len,
+                                    const std::uint8_t*& out) {
+        (void)pd, (void)rkey, (void)va, (void)len;
+        out = nullptr;
+        return PlaceStatus::no_access;
     }
     /// Writes SEND payload into a receive buffer piece [addr, addr+len) of
     /// the MR of `lkey` (checked when the receive was posted; checked again

@@ -189,15 +189,16 @@ void fill_device_attr(const Context& c, ibv_device_attr& a) {
     a.max_qp_wr = 65536;
     a.device_cap_flags = 0;
     a.max_sge = static_cast<int>(kMaxSge);
-    a.max_sge_rd = 0;  // no RDMA READ
+    a.max_sge_rd = static_cast<int>(kMaxSge);
     a.max_cq = 1 << 16;
     a.max_cqe = 1 << 20;
     a.max_mr = 1 << 24;
     a.max_pd = 1 << 24;
-    a.max_qp_rd_atom = 0;
+    // RDMA READs a QP answers at once / has in flight (no atomics: atomic_cap NONE).
+    a.max_qp_rd_atom = static_cast<int>(omrc::kMaxRdAtomic);
     a.max_ee_rd_atom = 0;
-    a.max_res_rd_atom = 0;
-    a.max_qp_init_rd_atom = 0;
+    a.max_res_rd_atom = a.max_qp * static_cast<int>(omrc::kMaxRdAtomic);
+    a.max_qp_init_rd_atom = static_cast<int>(omrc::kMaxRdAtomic);
     a.atomic_cap = IBV_ATOMIC_NONE;
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 0;

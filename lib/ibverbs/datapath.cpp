@@ -24,6 +24,7 @@ bool to_omrc_opcode(int op, WrOpcode& out) {
         case IBV_WR_RDMA_WRITE_WITH_IMM: out = WrOpcode::rdma_write_with_imm; return true;
         case IBV_WR_SEND: out = WrOpcode::send; return true;
         case IBV_WR_SEND_WITH_IMM: out = WrOpcode::send_with_imm; return true;
+        case IBV_WR_RDMA_READ: out = WrOpcode::rdma_read; return true;
         default: return false;
     }
 }
@@ -105,13 +106,12 @@ int post_send_op(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
             o = SendWr{};
             o.wr_id = wr->wr_id;
             o.opcode = op;
-            // SIGNALED, SOLICITED and INLINE have ibverbs' values in SendFlags; FENCE orders
-            // nothing here (no READ or atomics to wait for).
-            o.send_flags = wr->send_flags & (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
+            // FENCE, SIGNALED, SOLICITED and INLINE have ibverbs' values in SendFlags.
+            o.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
             for (int s = 0; s < wr->num_sge; ++s)
                 sges[n][s] = {wr->sg_list[s].addr, wr->sg_list[s].length, wr->sg_list[s].lkey};
             o.sg_list = std::span<const Sge>(sges[n].data(), static_cast<std::size_t>(wr->num_sge));
-            if (op == WrOpcode::rdma_write || op == WrOpcode::rdma_write_with_imm) {
+            if (op == WrOpcode::rdma_write || op == WrOpcode::rdma_write_with_imm || op == WrOpcode::rdma_read) {
                 o.remote_addr = wr->wr.rdma.remote_addr;
                 o.rkey = wr->wr.rdma.rkey;
             }
@@ -213,7 +213,7 @@ PendingWr* start_wr(ibv_qp_ex* x, WrOpcode op, std::uint64_t needed_op) {
     PendingWr& p = q.builder.wrs.emplace_back();
     p.wr.wr_id = x->wr_id;
     p.wr.opcode = op;
-    p.wr.send_flags = x->wr_flags & (IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
+    p.wr.send_flags = x->wr_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
     return &p;
 }
 
@@ -251,6 +251,13 @@ void wr_rdma_write_imm(ibv_qp_ex* x, uint32_t rkey, uint64_t remote_addr, __be32
         p->wr.rkey = rkey;
         p->wr.remote_addr = remote_addr;
         p->wr.imm_data = ntohl(imm);
+    }
+}
+
+void wr_rdma_read(ibv_qp_ex* x, uint32_t rkey, uint64_t remote_addr) {
+    if (PendingWr* p = start_wr(x, WrOpcode::rdma_read, IBV_QP_EX_WITH_RDMA_READ)) {
+        p->wr.rkey = rkey;
+        p->wr.remote_addr = remote_addr;
     }
 }
 
@@ -336,7 +343,6 @@ void wr_atomic_cmp_swp(ibv_qp_ex* x, uint32_t, uint64_t, uint64_t, uint64_t) { u
 void wr_atomic_fetch_add(ibv_qp_ex* x, uint32_t, uint64_t, uint64_t) { unsupported_wr(x, IBV_WR_ATOMIC_FETCH_AND_ADD); }
 void wr_bind_mw(ibv_qp_ex* x, ibv_mw*, uint32_t, const ibv_mw_bind_info*) { unsupported_wr(x, IBV_WR_BIND_MW); }
 void wr_local_inv(ibv_qp_ex* x, uint32_t) { unsupported_wr(x, IBV_WR_LOCAL_INV); }
-void wr_rdma_read(ibv_qp_ex* x, uint32_t, uint64_t) { unsupported_wr(x, IBV_WR_RDMA_READ); }
 void wr_send_inv(ibv_qp_ex* x, uint32_t) { unsupported_wr(x, IBV_WR_SEND_WITH_INV); }
 void wr_send_tso(ibv_qp_ex* x, void*, uint16_t, uint16_t) { unsupported_wr(x, IBV_WR_TSO); }
 void wr_set_ud_addr(ibv_qp_ex* x, ibv_ah*, uint32_t, uint32_t) { qp_of(x).builder.error = EOPNOTSUPP; }

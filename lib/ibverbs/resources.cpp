@@ -31,7 +31,8 @@ constexpr std::uint32_t kMaxInline = 4096;
 constexpr std::uint64_t kLingerNs = 20'000;
 /// The ibv_qp_ex builder operations an OpenMRC RC QP carries.
 constexpr std::uint64_t kSendOpsSupported = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                                            IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+                                            IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                                            IBV_QP_EX_WITH_RDMA_READ;
 /// Access bits OpenMRC understands; the optional ones (relaxed ordering and
 /// the rest of IBV_ACCESS_OPTIONAL_RANGE) and HUGETLB are hints it may ignore.
 constexpr unsigned kAccessKnown = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
@@ -198,8 +199,8 @@ ibv_qp* create_qp_ex_op(ibv_context* context, ibv_qp_init_attr_ex* attr) {
     std::uint64_t ops = kSendOpsSupported;
     if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
         if ((attr->send_ops_flags & ~ops) != 0) {
-            omrc::log::logger().warn("ibverbs: send_ops_flags 0x{:x}: OpenMRC QPs do RDMA WRITE, WRITE_WITH_IMM, SEND "
-                                     "and SEND_WITH_IMM only",
+            omrc::log::logger().warn("ibverbs: send_ops_flags 0x{:x}: OpenMRC QPs do RDMA WRITE, WRITE_WITH_IMM, SEND, "
+                                     "SEND_WITH_IMM and RDMA READ only",
                                attr->send_ops_flags);
             return fail_null<ibv_qp>(EOPNOTSUPP);
         }
@@ -501,6 +502,14 @@ int omrc_ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     if (mask & IBV_QP_MIN_RNR_TIMER) {
         a.min_rnr_timer = attr->min_rnr_timer;
         m |= QpAttrMask::min_rnr_timer;
+    }
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC) {
+        a.max_rd_atomic = attr->max_rd_atomic;
+        m |= QpAttrMask::max_rd_atomic;
+    }
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) {
+        a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+        m |= QpAttrMask::max_dest_rd_atomic;
     }
     int rc;
     {

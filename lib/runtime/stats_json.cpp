@@ -220,6 +220,8 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"recv_completions", s.recv_completions},   {"imm_waiting_for_recv", s.imm_waiting_for_recv},
         {"send_msgs_received", s.send_msgs_received},   {"rnr_naks_sent", s.rnr_naks_sent},
         {"rnr_naks_received", s.rnr_naks_received},     {"rnr_waits", s.rnr_waits},
+        {"reads_completed", s.reads_completed},         {"read_resp_pkts_placed", s.read_resp_pkts_placed},
+        {"reads_answered", s.reads_answered},           {"read_source_lost", s.read_source_lost},
         {"always_skip_received", s.always_skip_received}, {"restores_received", s.restores_received},
         {"penalties_received", s.penalties_received}, {"transport_acks_received", s.transport_acks_received},
         {"transport_acks_sent", s.transport_acks_sent}, {"ev_probes_sent", s.ev_probes_sent},

@@ -128,4 +128,22 @@ core::PlaceStatus MrTable::place_local_counted(MrTableStats& stats, std::uint32_
     return core::PlaceStatus::ok;
 }
 
+core::PlaceStatus MrTable::read_source_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t rkey,
+                                               std::uint64_t va, std::uint64_t len,
+                                               const std::uint8_t*& out) const noexcept {
+    out = nullptr;
+    core::PlaceStatus s = core::PlaceStatus::ok;
+    const MrEntry* e = find_rkey(rkey);
+    if (e == nullptr) s = core::PlaceStatus::bad_rkey;
+    else if (e->pd != pd) s = core::PlaceStatus::pd_mismatch;
+    else if (!(e->access & core::kAccessRemoteRead)) s = core::PlaceStatus::no_access;
+    else if (!range_inside(e->addr, e->length, va, len)) s = core::PlaceStatus::out_of_bounds;
+    if (s != core::PlaceStatus::ok) {
+        ++stats.rejected[static_cast<std::size_t>(s)];
+        return s;
+    }
+    out = reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(va));
+    return s;
+}
+
 }  // namespace omrc::verbs

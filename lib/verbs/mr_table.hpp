@@ -86,6 +86,14 @@ public:
     }
     core::PlaceStatus place_local_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t lkey, std::uint8_t* addr,
                                           std::span<const std::uint8_t> bytes) const noexcept;
+    /// An RDMA READ's bytes [va, va+len) through `rkey`: the MR is live, of
+    /// `pd`, has REMOTE_READ and holds the range (refusals counted).
+    core::PlaceStatus read_source(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len,
+                                  const std::uint8_t*& out) override {
+        return read_source_counted(stats_, pd, rkey, va, len, out);
+    }
+    core::PlaceStatus read_source_counted(MrTableStats& stats, std::uint32_t pd, std::uint32_t rkey, std::uint64_t va,
+                                          std::uint64_t len, const std::uint8_t*& out) const noexcept;
 
     /// place() and check() counting into `stats` instead of the table's
     /// own: what each worker's MrPlacement calls (several threads may do so
@@ -152,6 +160,10 @@ public:
     core::PlaceStatus place_local(std::uint32_t pd, std::uint32_t lkey, std::uint8_t* addr,
                                   std::span<const std::uint8_t> bytes) override {
         return table_.place_local_counted(stats_, pd, lkey, addr, bytes);
+    }
+    core::PlaceStatus read_source(std::uint32_t pd, std::uint32_t rkey, std::uint64_t va, std::uint64_t len,
+                                  const std::uint8_t*& out) override {
+        return table_.read_source_counted(stats_, pd, rkey, va, len, out);
     }
     /// placed_pkts, placed_bytes and rejected (registered/deregistered stay 0).
     [[nodiscard]] const MrTableStats& stats() const noexcept { return stats_; }

@@ -18,10 +18,11 @@ void set_err(int* err, int value) {
     if (err != nullptr) *err = value;
 }
 
-constexpr std::uint32_t kKnownSendFlags = SendFlags::signaled | SendFlags::solicited | SendFlags::inline_;
+constexpr std::uint32_t kKnownSendFlags =
+    SendFlags::fence | SendFlags::signaled | SendFlags::solicited | SendFlags::inline_;
 constexpr std::uint64_t kMaxMessageBytes = 1ull << 31;
 
-static_assert(kMaxSge == core::kMaxSge && kMaxPlanes == core::kMaxPlanes);
+static_assert(kMaxSge == core::kMaxSge && kMaxPlanes == core::kMaxPlanes && kMaxRdAtomic == core::kMaxRdAtomic);
 
 // Mask bits are numbered as the engine's.
 static_assert(QpAttrMask::state == core::kAttrState && QpAttrMask::access_flags == core::kAttrAccess &&
@@ -30,8 +31,9 @@ static_assert(QpAttrMask::state == core::kAttrState && QpAttrMask::access_flags 
               QpAttrMask::mpr == core::kAttrMpr && QpAttrMask::sq_psn == core::kAttrSqPsn &&
               QpAttrMask::timeout == core::kAttrTimeout && QpAttrMask::retry_cnt == core::kAttrRetryCnt &&
               QpAttrMask::cc == core::kAttrCc && QpAttrMask::min_rnr_timer == core::kAttrMinRnrTimer &&
-              QpAttrMask::rnr_retry == core::kAttrRnrRetry);
-constexpr std::uint32_t kKnownMask = (core::kAttrRnrRetry << 1) - 1;
+              QpAttrMask::rnr_retry == core::kAttrRnrRetry && QpAttrMask::max_rd_atomic == core::kAttrMaxRdAtomic &&
+              QpAttrMask::max_dest_rd_atomic == core::kAttrMaxDestRdAtomic);
+constexpr std::uint32_t kKnownMask = (core::kAttrMaxDestRdAtomic << 1) - 1;
 
 bool to_core(QpState s, core::QpState& out) {
     switch (s) {
@@ -170,8 +172,12 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.timeout_ns = attr.timeout_ns;
     a.retry_cnt = attr.retry_cnt;
     if (((mask & QpAttrMask::rnr_retry) && attr.rnr_retry > 7) ||
-        ((mask & QpAttrMask::min_rnr_timer) && attr.min_rnr_timer > 31))
+        ((mask & QpAttrMask::min_rnr_timer) && attr.min_rnr_timer > 31) ||
+        ((mask & QpAttrMask::max_rd_atomic) && attr.max_rd_atomic > core::kMaxRdAtomic) ||
+        ((mask & QpAttrMask::max_dest_rd_atomic) && attr.max_dest_rd_atomic > core::kMaxRdAtomic))
         return EINVAL;
+    a.max_rd_atomic = static_cast<std::uint8_t>(std::min(attr.max_rd_atomic, kMaxRdAtomic));
+    a.max_dest_rd_atomic = static_cast<std::uint8_t>(std::min(attr.max_dest_rd_atomic, kMaxRdAtomic));
     a.rnr_retry = static_cast<std::uint8_t>(attr.rnr_retry);
     a.min_rnr_timer = static_cast<std::uint8_t>(attr.min_rnr_timer);
     a.cc = detail::to_core(attr.cc);
@@ -233,18 +239,23 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
     int err = 0;
     for (const SendWr& wr : wrs) {
         const bool is_inline = (wr.send_flags & SendFlags::inline_) != 0;
+        const bool is_read = wr.opcode == WrOpcode::rdma_read;
         bool ok = (wr.opcode == WrOpcode::rdma_write || wr.opcode == WrOpcode::rdma_write_with_imm ||
-                   wr.opcode == WrOpcode::send || wr.opcode == WrOpcode::send_with_imm) &&
-                  (wr.send_flags & ~kKnownSendFlags) == 0 && wr.sg_list.size() <= cap_.max_send_sge;
+                   wr.opcode == WrOpcode::send || wr.opcode == WrOpcode::send_with_imm || is_read) &&
+                  (wr.send_flags & ~kKnownSendFlags) == 0 && wr.sg_list.size() <= cap_.max_send_sge &&
+                  !(is_read && is_inline);
         core::SendRequest r{};
         std::uint64_t total = 0;
         for (std::size_t s = 0; ok && s < wr.sg_list.size(); ++s) {
             const Sge& sge = wr.sg_list[s];
             // Inline payload is copied at post time and needs no MR; other
             // SGEs must lie inside a live MR of this QP's PD.
+            // A READ writes into its SGEs: their MRs need LOCAL_WRITE.
             ok = is_inline ? (sge.addr != 0 || sge.length == 0)
-                           : d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length, 0);
-            r.sges[s] = {reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length};
+                           : d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length,
+                                               is_read ? AccessFlags::local_write : 0);
+            r.sges[s] = {reinterpret_cast<const std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length,
+                         sge.lkey};
             total += sge.length;
         }
         ok = ok && total <= kMaxMessageBytes && (!is_inline || total <= cap_.max_inline_data);
@@ -258,6 +269,8 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
         r.solicited = r.is_send && (wr.send_flags & SendFlags::solicited) != 0;
         r.signaled = sq_sig_all_ || (wr.send_flags & SendFlags::signaled) != 0;
         r.imm_data = wr.imm_data;
+        r.is_read = is_read;
+        r.fence = (wr.send_flags & SendFlags::fence) != 0;
         r.remote_addr = r.is_send ? 0 : wr.remote_addr;
         r.rkey = r.is_send ? 0 : wr.rkey;
         r.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());

@@ -17,6 +17,11 @@ const char* opcode_name(Opcode op) noexcept {
         case Opcode::write_last_imm: return "WRITE_LAST_WITH_IMM";
         case Opcode::write_only: return "WRITE_ONLY";
         case Opcode::write_only_imm: return "WRITE_ONLY_WITH_IMM";
+        case Opcode::read_req: return "READ_REQUEST";
+        case Opcode::read_resp_first: return "READ_RESPONSE_FIRST";
+        case Opcode::read_resp_middle: return "READ_RESPONSE_MIDDLE";
+        case Opcode::read_resp_last: return "READ_RESPONSE_LAST";
+        case Opcode::read_resp_only: return "READ_RESPONSE_ONLY";
         case Opcode::ack: return "ACK";
         case Opcode::ep_request: return "EP_REQUEST";
         case Opcode::ep_response: return "EP_RESPONSE";

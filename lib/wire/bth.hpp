@@ -29,6 +29,17 @@ enum class Opcode : std::uint8_t {
     write_last_imm = 0xC9,
     write_only = 0xCA,
     write_only_imm = 0xCB,
+    // OpenMRC's RDMA READ (docs/PROTOCOL.md §3.1, §11.10): not MRC opcodes;
+    // the low five bits are IBTA RC's READ numbering. The request (one PSN,
+    // no payload) carries METH (RQMSN = the requester's read sequence) and a
+    // RETH naming the responder's memory; the responder's answer is a
+    // message of its own direction, each packet with METH (RQMSN = that read
+    // sequence) and a RETH whose VA is its byte offset in the read (R_Key 0).
+    read_req = 0xCC,
+    read_resp_first = 0xCD,
+    read_resp_middle = 0xCE,
+    read_resp_last = 0xCF,
+    read_resp_only = 0xD0,
     ack = 0xD1,            ///< transport ACK/NAK: AETH
     ep_request = 0xD8,     ///< endpoint request (ERTH), reserved QPN 2
     ep_response = 0xD9,    ///< endpoint response (ERTH), reserved QPN 2
@@ -44,15 +55,20 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
     switch (op) {
         case 0xC0: case 0xC1: case 0xC2: case 0xC3: case 0xC4: case 0xC5:
         case 0xC6: case 0xC7: case 0xC8: case 0xC9: case 0xCA: case 0xCB:
+        case 0xCC: case 0xCD: case 0xCE: case 0xCF: case 0xD0:
         case 0xD1: case 0xD8: case 0xD9: case 0xDC: case 0xDD: case 0xDE:
             return true;
         default:
             return false;
     }
 }
-/// A packet of a message (SEND_* or WRITE_*): consumes a PSN, carries METH and RETH.
+/// A packet of a message (SEND_*, WRITE_*, READ_*): consumes a PSN, carries METH and RETH.
 [[nodiscard]] constexpr bool is_data_opcode(Opcode op) noexcept {
-    return op >= Opcode::send_first && op <= Opcode::write_only_imm;
+    return op >= Opcode::send_first && op <= Opcode::read_resp_only;
+}
+/// READ_RESPONSE_*: placed into the READ WR its METH.RQMSN names, at RETH.VA bytes in.
+[[nodiscard]] constexpr bool is_read_response_opcode(Opcode op) noexcept {
+    return op >= Opcode::read_resp_first && op <= Opcode::read_resp_only;
 }
 /// SEND_*: placed into the receive WR its METH.RQMSN names, at RETH.VA bytes in.
 [[nodiscard]] constexpr bool is_send_opcode(Opcode op) noexcept {
@@ -65,13 +81,15 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
 /// First packet of a message (FIRST or ONLY): starts a new MSN.
 [[nodiscard]] constexpr bool is_first_of_message(Opcode op) noexcept {
     return op == Opcode::write_first || op == Opcode::write_only || op == Opcode::write_only_imm ||
-           op == Opcode::send_first || op == Opcode::send_only || op == Opcode::send_only_imm;
+           op == Opcode::send_first || op == Opcode::send_only || op == Opcode::send_only_imm ||
+           op == Opcode::read_req || op == Opcode::read_resp_first || op == Opcode::read_resp_only;
 }
 /// Last packet of a message (LAST or ONLY).
 [[nodiscard]] constexpr bool is_last_of_message(Opcode op) noexcept {
     return op == Opcode::write_last || op == Opcode::write_last_imm || op == Opcode::write_only ||
            op == Opcode::write_only_imm || op == Opcode::send_last || op == Opcode::send_last_imm ||
-           op == Opcode::send_only || op == Opcode::send_only_imm;
+           op == Opcode::send_only || op == Opcode::send_only_imm || op == Opcode::read_req ||
+           op == Opcode::read_resp_last || op == Opcode::read_resp_only;
 }
 const char* opcode_name(Opcode op) noexcept;
 

@@ -21,6 +21,11 @@ std::size_t ext_header_size(Opcode op, bool ts, bool credit) noexcept {
         case Opcode::write_middle:
         case Opcode::write_last:
         case Opcode::write_only:
+        case Opcode::read_req:
+        case Opcode::read_resp_first:
+        case Opcode::read_resp_middle:
+        case Opcode::read_resp_last:
+        case Opcode::read_resp_only:
             return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize;
         case Opcode::send_last_imm:
         case Opcode::send_only_imm:
@@ -314,6 +319,7 @@ WireError parse_pieces(const FramePieces& in, const ParseOptions& opts, FrameVie
     const std::size_t body = icrc_off - off;  // payload + pad
     if (out.bth.pad_count > body) return WireError::bad_pad;
     if (!is_data_opcode(op) && body != 0) return WireError::bad_field;
+    if (op == Opcode::read_req && body != out.bth.pad_count) return WireError::bad_field;  // a request carries no payload
     if (!in.is_split) {
         out.payload = in.head.subspan(off, body - out.bth.pad_count);
         if (opts.verify_icrc && icrc_compute(in.head.subspan(out.ip_offset, icrc_off - out.ip_offset)) !=

@@ -136,6 +136,15 @@ std::vector<SampleFrame> make_sample_frames() {
     so.reth = {0, 0, 61};
     so.bth.solicited = true;
     out.push_back(finish("srv6/SEND_ONLY_WITH_IMM", so, 61));
+    // OpenMRC's RDMA READ (docs/PROTOCOL.md §11.10): a request names the
+    // responder's memory (RETH VA, R_Key, DMALen) and carries no payload;
+    // a response packet's RETH.VA is its byte offset in the read, R_Key 0,
+    // DMALen the read's length; METH.RQMSN is the requester's read sequence.
+    FrameSpec rq = base_spec(FrameMode::plain, Opcode::read_req, ++i);
+    out.push_back(finish("plain/READ_REQUEST", rq, 0));
+    FrameSpec rr = base_spec(FrameMode::srv6, Opcode::read_resp_only, ++i);
+    rr.reth = {0, 0, 61};
+    out.push_back(finish("srv6/READ_RESPONSE_ONLY", rr, 61));
     return out;
 }
 

@@ -52,7 +52,7 @@ static int to_init(struct ibv_qp* qp) {
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
     a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
@@ -109,7 +109,7 @@ int main(void) {
     struct ibv_device_attr da;
     CHECK(ibv_query_device(ctx, &da) == 0);
     CHECK(strncmp(da.fw_ver, "OpenMRC", 7) == 0);
-    CHECK(da.phys_port_cnt == 1 && da.max_qp_rd_atom == 0 && da.atomic_cap == IBV_ATOMIC_NONE);
+    CHECK(da.phys_port_cnt == 1 && da.max_qp_rd_atom == 16 && da.max_qp_init_rd_atom == 16 && da.atomic_cap == IBV_ATOMIC_NONE);
     CHECK(da.vendor_id == 0xFFFFFF); /* a software device, as rxe reports */
     struct ibv_device_attr_ex dax;
     CHECK(ibv_query_device_ex(ctx, NULL, &dax) == 0 && dax.orig_attr.phys_port_cnt == 1);
@@ -159,7 +159,7 @@ int main(void) {
     ia.qp_type = IBV_QPT_UD;
     ia.cap.max_send_wr = 64;
     ia.cap.max_recv_wr = 64;
-    ia.cap.max_send_sge = 1;
+    ia.cap.max_send_sge = 2;
     ia.cap.max_recv_sge = 2;
     errno = 0;
     CHECK(ibv_create_qp(pd, &ia) == NULL && errno == EOPNOTSUPP);
@@ -179,7 +179,7 @@ int main(void) {
     iax.cap.max_inline_data = 64;
     iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
     iax.pd = pd;
-    iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+    iax.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
     errno = 0;
     CHECK(ibv_create_qp_ex(ctx, &iax) == NULL && errno == EOPNOTSUPP);
     iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND;
@@ -208,7 +208,7 @@ int main(void) {
     struct ibv_sge sge = {(uintptr_t)src, 64, smr->lkey};
     struct ibv_send_wr wr, *bad = NULL;
     memset(&wr, 0, sizeof wr);
-    wr.opcode = IBV_WR_RDMA_READ;
+    wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.wr.rdma.remote_addr = (uintptr_t)dst;
@@ -297,6 +297,35 @@ int main(void) {
     CHECK(wc[0].byte_len == 5000 && (wc[0].wc_flags & IBV_WC_WITH_IMM) && wc[0].imm_data == htonl(0xABC));
     CHECK(memcmp(src, dst, 5000) == 0 && dst[5000] == 0);
 
+    /* RDMA READ from a: b's dst (an MR with REMOTE_READ) back into a fresh buffer, over two SGEs. */
+    uint8_t* back = aligned_alloc(4096, 8192);
+    memset(back, 0, 8192);
+    struct ibv_mr* bmr = ibv_reg_mr(pd, back, 8192, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr* rmr = ibv_reg_mr(pd, dst, kBytes, IBV_ACCESS_REMOTE_READ);
+    CHECK(bmr != NULL && rmr != NULL);
+    struct ibv_sge rd[2] = {{(uintptr_t)back, 1000, bmr->lkey}, {(uintptr_t)back + 4096, 4000, bmr->lkey}};
+    memset(&wr, 0, sizeof wr);
+    wr.wr_id = 10;
+    wr.opcode = IBV_WR_RDMA_READ;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = rd;
+    wr.num_sge = 2;
+    wr.wr.rdma.remote_addr = (uintptr_t)dst;
+    wr.wr.rdma.rkey = rmr->rkey;
+    CHECK(ibv_post_send(a, &wr, &bad) == 0);
+    CHECK(poll_n(scq, wc, 1) == 1);
+    CHECK(wc[0].wr_id == 10 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RDMA_READ);
+    CHECK(wc[0].byte_len == 5000);
+    CHECK(memcmp(back, src, 1000) == 0 && back[1000] == 0 && memcmp(back + 4096, src + 1000, 4000) == 0);
+    /* A READ into an MR without LOCAL_WRITE is refused at post. */
+    struct ibv_mr* romr = ibv_reg_mr(pd, back, 8192, 0);
+    CHECK(romr != NULL);
+    rd[0].lkey = romr->lkey;
+    wr.num_sge = 1;
+    CHECK(ibv_post_send(a, &wr, &bad) == EINVAL && bad == &wr);
+    CHECK(ibv_dereg_mr(romr) == 0 && ibv_dereg_mr(bmr) == 0 && ibv_dereg_mr(rmr) == 0);
+    free(back);
+
     /* The new post API (ibv_qp_ex) on b, towards a's side: src gets dst back shifted. */
     struct ibv_qp_ex* bx = ibv_qp_to_qp_ex(b);
     CHECK(bx != NULL);
@@ -339,9 +368,9 @@ int main(void) {
     ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst, 64);
     CHECK(ibv_wr_complete(bx) == EINVAL);
     ibv_wr_start(bx);
-    ibv_wr_rdma_read(bx, smr2->rkey, (uintptr_t)src);
+    ibv_wr_rdma_read(bx, smr2->rkey, (uintptr_t)src); /* nor is READ */
     ibv_wr_set_sge(bx, dmr->lkey, (uintptr_t)dst, 64);
-    CHECK(ibv_wr_complete(bx) == EOPNOTSUPP);
+    CHECK(ibv_wr_complete(bx) == EINVAL);
     CHECK(ibv_query_qp_data_in_order(a, IBV_WR_RDMA_WRITE, 0) == 0);
 
     /* Moving to ERR flushes posted receives. */

@@ -39,7 +39,7 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
     for (int i = 0; i < 2; ++i) {
         qpn[i] = ends[i]->engine->submit(core::CmdCreateQp{caps}, now).qpn;
         core::QpAttr init{};
-        init.access_flags = core::kAccessRemoteWrite | core::kAccessLocalWrite;
+        init.access_flags = core::kAccessRemoteWrite | core::kAccessRemoteRead | core::kAccessLocalWrite;
         init.pd = 1;
         ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, now);
     }
@@ -54,9 +54,9 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
         a.peer_host = peer.endpoint;
         a.peer_macs = peer.macs;
         const std::uint32_t rtr = core::kAttrDestQpn | core::kAttrRqPsn | core::kAttrPath | core::kAttrMtu | core::kAttrMpr |
-                                   core::kAttrMinRnrTimer;
-        const std::uint32_t rts =
-            core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt | core::kAttrCc | core::kAttrRnrRetry;
+                                   core::kAttrMinRnrTimer | core::kAttrMaxDestRdAtomic;
+        const std::uint32_t rts = core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt | core::kAttrCc |
+                                  core::kAttrRnrRetry | core::kAttrMaxRdAtomic;
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, rtr}, now).err != 0)
             throw std::runtime_error("modify to RTR failed");
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, rts}, now).err != 0)

@@ -13,7 +13,10 @@ namespace omrc::test {
 /// A placement target over one guarded region per rkey.
 class GuardedMemory final : public core::PlacementTarget {
 public:
-    void add(std::uint32_t rkey, std::uint8_t* base, std::size_t len) { regions_.push_back({rkey, base, len}); }
+    /// `readable`: RDMA READs may read it (REMOTE_READ).
+    void add(std::uint32_t rkey, std::uint8_t* base, std::size_t len, bool readable = true) {
+        regions_.push_back({rkey, base, len, readable});
+    }
     void remove(std::uint32_t rkey) {
         std::erase_if(regions_, [&](const Region& r) { return r.rkey == rkey; });
     }
@@ -41,14 +44,31 @@ public:
         }
         return core::PlaceStatus::bad_rkey;
     }
+    /// An RDMA READ's source, as an MR table answers it (REMOTE_READ, bounds).
+    core::PlaceStatus read_source(std::uint32_t, std::uint32_t rkey, std::uint64_t va, std::uint64_t len,
+                                  const std::uint8_t*& out) override {
+        out = nullptr;
+        for (const Region& r : regions_) {
+            if (r.rkey != rkey) continue;
+            if (!r.readable) return core::PlaceStatus::no_access;
+            const auto base = reinterpret_cast<std::uint64_t>(r.base);
+            if (va < base || len > r.len || va - base > r.len - len) return core::PlaceStatus::out_of_bounds;
+            out = reinterpret_cast<const std::uint8_t*>(va);
+            ++reads;
+            return core::PlaceStatus::ok;
+        }
+        return core::PlaceStatus::bad_rkey;
+    }
     std::uint64_t placed_bytes = 0;
     std::uint64_t writes = 0;  ///< successful place() calls
+    std::uint64_t reads = 0;   ///< successful read_source() calls
 
 private:
     struct Region {
         std::uint32_t rkey;
         std::uint8_t* base;
         std::size_t len;
+        bool readable;
     };
     std::vector<Region> regions_;
 };

@@ -60,7 +60,7 @@ pcap=$tmp/samples.pcap
 
 # ICRC per frame as wire_samples printed it ("... icrc 0x2d810c7e").
 mapfile -t icrcs < <(awk '/ icrc 0x/ { for (i = 1; i < NF; ++i) if ($i == "icrc") print $(i + 1) }' "$tmp/samples.txt")
-[[ ${#icrcs[@]} -eq 29 ]] || fail "wire_samples listed ${#icrcs[@]} frames, expected 29"
+[[ ${#icrcs[@]} -eq 31 ]] || fail "wire_samples listed ${#icrcs[@]} frames, expected 31"
 
 # --- expected values (lib/wire/sample_frames.cpp) -----------------------------
 # kAllOpcodes: WRITE_FIRST..WRITE_ONLY_WITH_IMM, ACK, EP_REQUEST, EP_RESPONSE,
@@ -68,7 +68,8 @@ mapfile -t icrcs < <(awk '/ icrc 0x/ { for (i = 1; i < NF; ++i) if ($i == "icrc"
 # WRITE_MIDDLE frame 24, then OpenMRC's credit mode in plain frames: a
 # WRITE_ONLY with a CRTH (25) and a SACK with a CGTH (26); then OpenMRC's
 # SEND: a plain SEND_FIRST (27) and an srv6 SEND_ONLY_WITH_IMM of 61 bytes
-# (28), both with R_Key 0.
+# (28), both with R_Key 0; then OpenMRC's READ: a plain READ_REQUEST without
+# payload (29) and an srv6 READ_RESPONSE_ONLY of 61 bytes with R_Key 0 (30).
 ops=(0xC6 0xC7 0xC8 0xC9 0xCA 0xCB 0xD1 0xD8 0xD9 0xDC 0xDD 0xDE)
 fields=(
     infiniband.bth.opcode infiniband.bth.destqp infiniband.bth.psn
@@ -79,10 +80,11 @@ fields=(
 )
 {
     (IFS=,; echo "frame,${fields[*]}")
-    for ((i = 0; i < 29; ++i)); do
+    for ((i = 0; i < 31; ++i)); do
         if ((i < 24)); then op=$((ops[i % 12])); elif ((i == 24)); then op=0xC7; elif ((i == 25)); then op=0xCA
-        elif ((i == 26)); then op=0xDC; elif ((i == 27)); then op=0xC0; else op=0xC5; fi
-        mode=$(((i < 12 || i > 24) && i != 28 ? 0 : 1))
+        elif ((i == 26)); then op=0xDC; elif ((i == 27)); then op=0xC0; elif ((i == 28)); then op=0xC5
+        elif ((i == 29)); then op=0xCC; else op=0xD0; fi
+        mode=$(((i < 12 || i > 24) && i != 28 && i != 30 ? 0 : 1))
         srh='' rt=''
         if ((mode == 1)); then srh=0; fi
         if ((i == 24)); then srh=1 rt=4; fi
@@ -94,11 +96,12 @@ fields=(
         msn='' rkey='' imm='' syn='' cack='' bitmap='' nack='' probe='' erth='' eeth='' plen='' req='' grant=''
         if ((i == 25)); then req=$((100000 + i)); fi
         if ((i == 26)); then grant=$((200000 + i)); fi
-        if ((op >= 0xC0 && op <= 0xCB)); then
+        if ((op >= 0xC0 && op <= 0xD0)); then
             msn=$((3 + i))
-            rkey=$(printf '0x%08x' $((op >= 0xC6 ? 0x5EC0DE00 + i : 0)))
+            rkey=$(printf '0x%08x' $((op >= 0xC6 && op <= 0xCC ? 0x5EC0DE00 + i : 0)))
             plen=64
-            if ((op == 0xC9 || op == 0xC5)); then plen=61; fi
+            if ((op == 0xC9 || op == 0xC5 || op == 0xD0)); then plen=61; fi
+            if ((op == 0xCC)); then plen=0; fi
         fi
         if ((op == 0xC9 || op == 0xCB || op == 0xC3 || op == 0xC5)); then imm=$(printf '0x%08x' $((0xC0FFEE00 + i))); fi
         if ((op == 0xD1)); then syn=$(printf '0x%02x' $((i % 2 ? 0x62 : 0))); fi
@@ -146,10 +149,10 @@ if grep -n -e 'Malformed' -e 'Lua Error' "$tmp/verbose.txt" >&2; then
     fail "tshark -V shows malformed packets or Lua errors (above)"
 fi
 trees=$(grep -c '^OpenMRC, ' "$tmp/verbose.txt" || true)
-[[ $trees -eq 29 ]] || fail "OpenMRC tree on $trees frames, expected 29"
+[[ $trees -eq 31 ]] || fail "OpenMRC tree on $trees frames, expected 31"
 # Wireshark's own RoCE tree must stay in place under our tree.
 ib=$(grep -c '^InfiniBand$' "$tmp/verbose.txt" || true)
-[[ $ib -eq 29 ]] || fail "Wireshark's InfiniBand tree on $ib frames, expected 29"
+[[ $ib -eq 31 ]] || fail "Wireshark's InfiniBand tree on $ib frames, expected 31"
 tshark_lua -r "$pcap" -V -Y 'frame.number == 25' >"$tmp/srh.txt" 2>/dev/null
 grep -q 'Routing Header for IPv6 (Segment Routing)' "$tmp/srh.txt" ||
     fail "frame 25 (srv6+srh) does not show the IPv6 Segment Routing header"
@@ -176,4 +179,4 @@ else
     echo "note: editcap/mergecap missing, truncation check skipped"
 fi
 
-echo "PASS: 29 frames decoded by $(basename "$lua_file") match sample_frames.cpp"
+echo "PASS: 31 frames decoded by $(basename "$lua_file") match sample_frames.cpp"

@@ -5,8 +5,9 @@
 --   (or copy this file into ~/.local/lib/wireshark/plugins/)
 --
 -- OpenMRC frames are RoCEv2 frames (UDP dst port 4791) whose BTH opcodes lie in
--- the manufacturer-specific range (0xC0-0xCB, 0xD1, 0xD8, 0xD9, 0xDC-0xDE;
--- 0xC0-0xC5 are OpenMRC's SEND, docs/PROTOCOL.md §11.9).
+-- the manufacturer-specific range (0xC0-0xD1, 0xD8, 0xD9, 0xDC-0xDE;
+-- 0xC0-0xC5 are OpenMRC's SEND, docs/PROTOCOL.md §11.9, and 0xCC-0xD0 its
+-- RDMA READ, §11.10).
 -- Wireshark's own InfiniBand/RRoCE dissector decodes the BTH of such a frame,
 -- calls the opcode "Unknown" and shows everything after the BTH, ICRC
 -- included, as one "Vendor Specific or Unknown Header Sequence" byte field.
@@ -78,6 +79,11 @@ local OPCODES = {
     [0xC9] = "WRITE_LAST_WITH_IMM",
     [0xCA] = "WRITE_ONLY",
     [0xCB] = "WRITE_ONLY_WITH_IMM",
+    [0xCC] = "READ_REQUEST",
+    [0xCD] = "READ_RESPONSE_FIRST",
+    [0xCE] = "READ_RESPONSE_MIDDLE",
+    [0xCF] = "READ_RESPONSE_LAST",
+    [0xD0] = "READ_RESPONSE_ONLY",
     [0xD1] = "ACK",
     [0xD8] = "EP_REQUEST",
     [0xD9] = "EP_RESPONSE",
@@ -86,8 +92,9 @@ local OPCODES = {
     [0xDE] = "PROBE",
 }
 local OP_ACK, OP_EP_REQ, OP_EP_RESP, OP_SACK, OP_NACK, OP_PROBE = 0xD1, 0xD8, 0xD9, 0xDC, 0xDD, 0xDE
-local function is_data(op) return op >= 0xC0 and op <= 0xCB end
+local function is_data(op) return op >= 0xC0 and op <= 0xD0 end
 local function is_send(op) return op >= 0xC0 and op <= 0xC5 end
+local function is_read_resp(op) return op >= 0xCD and op <= 0xD0 end
 local function carries_imm(op) return op == 0xC9 or op == 0xCB or op == 0xC3 or op == 0xC5 end
 
 local MODES = { [0] = "plain", [1] = "srv6" }
@@ -542,6 +549,9 @@ function omrc.dissector(tvb, pinfo, tree)
         if not stopped and have(16, "RETH") then
             local h, o = hdr(16, is_send(opcode)
                 and "RETH (SEND: VA is the byte offset in the message, R_Key 0, DMA length the message's)"
+                or is_read_resp(opcode)
+                and "RETH (READ response: VA is the byte offset in the read, R_Key 0, DMA length the read's)"
+                or opcode == 0xCC and "RETH (READ request: the responder's VA and R_Key, DMA length the read's)"
                 or "RETH (RDMA extended transport header)")
             h:add(F.reth_va, src(o, 8))
             h:add(F.reth_rkey, src(o + 8, 4))

@@ -106,7 +106,7 @@ TEST_CASE("build_headers__rejects", "[unit][wire]") {
 
 TEST_CASE("parse_frame__every_sample_roundtrips", "[unit][wire]") {
     const auto samples = make_sample_frames();
-    CHECK(samples.size() == 29);
+    CHECK(samples.size() == 31);
     for (const auto& s : samples) {
         INFO(s.name);
         ParsedFrame p;
