@@ -282,7 +282,8 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         if (a.sq_psn > kPsnMask) return {EINVAL};
         const CcAlgorithmInfo* cc = (c.mask & kAttrCc) ? find_cc(a.cc.algorithm) : qp->cc_info;
         if (cc == nullptr) return {EINVAL};
-        qp->snd_una = qp->snd_nxt = a.sq_psn;
+        // A responder that answered READs in RTR has PSNs in flight: it keeps them.
+        if (!qp->rtr_responder) qp->snd_una = qp->snd_nxt = a.sq_psn;
         if (c.mask & kAttrTimeout) qp->attr.timeout_ns = a.timeout_ns;
         if (c.mask & kAttrRetryCnt) qp->attr.retry_cnt = a.retry_cnt;
         if (c.mask & kAttrRnrRetry) {
@@ -461,7 +462,7 @@ SubmitResult Engine::link_change(const CmdLinkChange& c, TimeNs now) {
     if (!c.up) {
         // Everything in flight on that port is gone: resend it elsewhere now.
         for (Qp* qp : live_) {
-            if (qp->state != QpState::rts) continue;
+            if (!qp->sends()) continue;
             for (std::size_t s = 0; s < qp->paths.size(); ++s) {
                 if (qp->paths.slot(s).plane != c.plane) continue;
                 qp->for_each_in_flight(s, [&](std::uint32_t psn, TxPkt&) { mark_lost(*qp, psn, false); });
@@ -524,7 +525,7 @@ std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
         for (std::size_t k = 0; k < tx_active_.size() && n < out.size();) {
             const std::size_t i = (tx_cursor_ + k) % tx_active_.size();
             Qp* qp = tx_active_[i];
-            if (qp->state != QpState::rts || !qp->has_tx_work()) {
+            if (!qp->sends() || !qp->has_tx_work()) {
                 qp->tx_listed = false;
                 tx_active_[i] = tx_active_.back();
                 tx_active_.pop_back();
@@ -648,13 +649,13 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {
         case wire::Opcode::sack:
-            if (qp->state != QpState::rts) return drop(DropReason::bad_state);
+            if (!qp->sends()) return drop(DropReason::bad_state);
             return on_sack(*qp, f, now);
         case wire::Opcode::nack:
-            if (qp->state != QpState::rts) return drop(DropReason::bad_state);
+            if (!qp->sends()) return drop(DropReason::bad_state);
             return on_nack(*qp, f, now);
         case wire::Opcode::ack:
-            if (qp->state != QpState::rts) return drop(DropReason::bad_state);
+            if (!qp->sends()) return drop(DropReason::bad_state);
             return on_aeth(*qp, f, now);
         case wire::Opcode::probe: return on_probe(*qp, f, frame.plane, now);
         default: return on_data(*qp, f, now);

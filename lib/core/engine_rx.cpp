@@ -406,7 +406,7 @@ bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
     return true;
 }
 
-bool Engine::accept_read(Qp& qp, const wire::FrameView& f, TimeNs) {
+bool Engine::accept_read(Qp& qp, const wire::FrameView& f, TimeNs now) {
     // A READ request: the QP and the MR must allow remote reads, and the
     // requester stay within our max_dest_rd_atomic; refused ones are NAKed
     // as a WRITE would be (the requester's READ fails with the NAK's error).
@@ -432,6 +432,16 @@ bool Engine::accept_read(Qp& qp, const wire::FrameView& f, TimeNs) {
             return false;
         }
     }
+    if (qp.state == QpState::rtr && !qp.rtr_responder) {
+        // IBTA: a responder answers READs from RTR on. Our answers take PSNs
+        // of our own direction: they start where the requester expects
+        // them (its receiver's next PSN, which the request carries).
+        qp.rtr_responder = true;
+        qp.snd_una = qp.snd_nxt = f.imm().imm & kPsnMask;
+        qp.cc = make_cc(qp.attr.cc, cfg_.planes, qp.attr.mtu_bytes, cfg_.ack_delay_ns);
+        qp.credit = dynamic_cast<Credit*>(qp.cc.get());
+        qp.last_progress_ns = now;
+    }
     insert_ordered(qp.rd_in, psn,
                    PendingRead{.psn = psn, .rd_seq = f.meth().rqmsn, .va = reth.va, .rkey = reth.rkey, .len = reth.dma_len},
                    [](const PendingRead& r) { return r.psn; });
@@ -444,7 +454,7 @@ void Engine::answer_reads(Qp& qp, TimeNs now) {
     // then reads what every earlier WRITE and SEND of the requester wrote.
     const auto n = static_cast<std::uint32_t>(qp.sq.size());
     while (!qp.rd_in.empty() && psn_diff(qp.rd_in.front().psn, qp.rcv_cack) <= 0) {
-        if (qp.state != QpState::rts) return;  // again at RTS (modify_qp)
+        if (!qp.sends()) return;  // again at RTS (modify_qp)
         if (qp.rd_resp_queued >= kMaxRdAtomic) return;  // the send queue's room for responses is full: again as one retires
         ensure_sender(qp);
         const PendingRead r = qp.rd_in.front();

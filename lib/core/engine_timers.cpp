@@ -14,7 +14,7 @@ TimeNs Engine::ev_timeout(Qp& qp) noexcept {
 }
 
 void Engine::sender_timers(Qp& qp, TimeNs now) {
-    if (qp.state != QpState::rts) {
+    if (!qp.sends()) {
         qp.next_scan_ns = kNever;
         return;
     }

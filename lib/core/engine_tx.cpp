@@ -227,7 +227,9 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     else if (m.req.is_send || m.response) fields.reth = wire::RethHdr{p.offset, 0, m.length};
     else fields.reth = wire::RethHdr{m.req.remote_addr + p.offset, m.req.rkey, m.length};
     fields.solicited = m.req.solicited && wire::is_last_of_message(fields.opcode);
-    fields.imm = m.req.imm_data;
+    // A READ request: where our receiver expects the responder's PSNs (a
+    // responder still in RTR starts there).
+    fields.imm = m.req.is_read ? psn_add(qp.rcv_cack, 1) : m.req.imm_data;
     fields.crth = qp.credit != nullptr ? &crth : nullptr;
     const std::size_t hlen = qp.data_tmpl.write(out.header.data(), fields);
     out.header_len = static_cast<std::uint16_t>(hlen);

@@ -203,6 +203,9 @@ struct Qp {
     /// request arrives until after the response's last packet has left.
     std::uint32_t rd_resp_unsent = 0;
     std::uint32_t rd_resp_queued = 0;  ///< response messages in sq (≤ kMaxRdAtomic: sq's room beyond max_send_wr)
+    /// A responder in RTR answers READs (IBTA): its sending half started at
+    /// the first request's response PSN, before any RTS (whose sq_psn it then keeps).
+    bool rtr_responder = false;
 
     // ---- receiver ----
     std::uint32_t rcv_cack = 0;     ///< every PSN ≤ this has been received (rq_psn − 1 at start)
@@ -253,6 +256,10 @@ struct Qp {
 
     /// Earliest time this QP's timers have work.
     [[nodiscard]] TimeNs deadline() const noexcept { return ack_deadline < next_scan_ns ? ack_deadline : next_scan_ns; }
+    /// Whether the sending half runs: RTS, or RTR answering READs.
+    [[nodiscard]] bool sends() const noexcept {
+        return state == QpState::rts || (state == QpState::rtr && rtr_responder);
+    }
     /// Whether an RNR wait keeps the QP from sending at `now`.
     [[nodiscard]] bool rnr_waiting(TimeNs now) const noexcept { return rnr_until_ns != 0 && now < rnr_until_ns; }
     /// Bytes in the network for the congestion window: in flight less what

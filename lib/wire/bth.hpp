@@ -35,6 +35,9 @@ enum class Opcode : std::uint8_t {
     // RETH naming the responder's memory; the responder's answer is a
     // message of its own direction, each packet with METH (RQMSN = that read
     // sequence) and a RETH whose VA is its byte offset in the read (R_Key 0).
+    // After the request's RETH, in ImmDt's place: the PSN the requester
+    // expects next from the responder (a responder still in RTR, which has
+    // sent nothing, starts its PSNs there).
     read_req = 0xCC,
     read_resp_first = 0xCD,
     read_resp_middle = 0xCE,
@@ -78,6 +81,9 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
     return op == Opcode::write_last_imm || op == Opcode::write_only_imm || op == Opcode::send_last_imm ||
            op == Opcode::send_only_imm;
 }
+/// A 4-byte field follows RETH: ImmDt (carries_imm), or a READ request's
+/// response PSN (the PSN its requester expects next from the responder).
+[[nodiscard]] constexpr bool has_imm_field(Opcode op) noexcept { return carries_imm(op) || op == Opcode::read_req; }
 /// First packet of a message (FIRST or ONLY): starts a new MSN.
 [[nodiscard]] constexpr bool is_first_of_message(Opcode op) noexcept {
     return op == Opcode::write_first || op == Opcode::write_only || op == Opcode::write_only_imm ||

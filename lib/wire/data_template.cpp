@@ -26,7 +26,7 @@ WireError DataTemplate::init(const FrameSpec& spec) noexcept {
 std::size_t DataTemplate::write(std::uint8_t* out, const DataFields& f) const noexcept {
     std::memcpy(out, bytes_.data(), len_);
     std::memcpy(out, f.macs, 12);
-    const bool imm = carries_imm(f.opcode);
+    const bool imm = has_imm_field(f.opcode);
     const std::size_t hlen = len_ + (imm ? ImmDtHdr::kSize : 0) + (f.crth != nullptr ? CrthHdr::kSize : 0);
     const std::uint32_t pad = (4 - f.payload_len % 4) % 4;
     const std::size_t udp_len = hlen - ip_off_ - Ipv6Hdr::kSize + f.payload_len + pad + kIcrcSize;

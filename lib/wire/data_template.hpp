@@ -31,7 +31,7 @@ struct DataFields {
     MethHdr meth{};
     std::uint16_t tx_timestamp = 0;      ///< TSETH (the template's tsr and type are kept)
     RethHdr reth{};
-    std::uint32_t imm = 0;               ///< *_WITH_IMM only
+    std::uint32_t imm = 0;               ///< *_WITH_IMM: the immediate; READ request: its response PSN
     const CrthHdr* crth = nullptr;       ///< credit mode: sets BTH.CR and writes a CRTH before RETH
 };
 

@@ -21,7 +21,6 @@ std::size_t ext_header_size(Opcode op, bool ts, bool credit) noexcept {
         case Opcode::write_middle:
         case Opcode::write_last:
         case Opcode::write_only:
-        case Opcode::read_req:
         case Opcode::read_resp_first:
         case Opcode::read_resp_middle:
         case Opcode::read_resp_last:
@@ -29,6 +28,7 @@ std::size_t ext_header_size(Opcode op, bool ts, bool credit) noexcept {
             return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize;
         case Opcode::send_last_imm:
         case Opcode::send_only_imm:
+        case Opcode::read_req:
         case Opcode::write_last_imm:
         case Opcode::write_only_imm:
             return MethHdr::kSize + (ts ? TsethHdr::kSize : 0) + crth + RethHdr::kSize + ImmDtHdr::kSize;
@@ -73,7 +73,7 @@ WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
         if (s.bth.ts && (e = put(s.tseth)) != WireError::ok) return e;
         if (s.bth.cr && (e = put(s.crth)) != WireError::ok) return e;
         if ((e = put(s.reth)) != WireError::ok) return e;
-        if (carries_imm(op)) e = put(s.imm);
+        if (has_imm_field(op)) e = put(s.imm);
         return e;
     }
     switch (op) {
@@ -387,7 +387,7 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
         if (v.has_crth) out.crth = v.crth();
         if (v.trim == TrimKind::none) {
             out.reth = v.reth();
-            if (carries_imm(op)) out.imm = v.imm();
+            if (has_imm_field(op)) out.imm = v.imm();
         }
     } else {
         switch (op) {

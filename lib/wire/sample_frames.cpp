@@ -141,6 +141,7 @@ std::vector<SampleFrame> make_sample_frames() {
     // a response packet's RETH.VA is its byte offset in the read, R_Key 0,
     // DMALen the read's length; METH.RQMSN is the requester's read sequence.
     FrameSpec rq = base_spec(FrameMode::plain, Opcode::read_req, ++i);
+    rq.imm = {0x00ABCDEF};  // the response PSN
     out.push_back(finish("plain/READ_REQUEST", rq, 0));
     FrameSpec rr = base_spec(FrameMode::srv6, Opcode::read_resp_only, ++i);
     rr.reth = {0, 0, 61};

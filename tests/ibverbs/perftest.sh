@@ -7,7 +7,8 @@
 #   perftest.sh LIBDIR OMRC_PERF memif   two DPDK net_memif devices (root tier)
 #
 # Checks: ibv_devices and ibv_devinfo list and describe the devices;
-# ib_write_bw, ib_write_lat, ib_send_bw and ib_send_lat, server and client in
+# ib_write_bw, ib_write_lat, ib_send_bw, ib_send_lat, ib_read_bw and ib_read_lat,
+# server and client in
 # two processes, complete at every size 2 B … 8 MiB (-a); ibv_rc_pingpong
 # (SEND/RECV) checks the bytes it receives (--chk) at 2 B, 4 KiB and 1 MiB;
 # and omrc-perf runs over the same
@@ -20,7 +21,7 @@ libdir=$1
 perf=$2
 medium=${3:-udp}
 
-for p in ib_write_bw ib_write_lat ib_send_bw ib_send_lat ibv_devices ibv_devinfo ibv_rc_pingpong; do
+for p in ib_write_bw ib_write_lat ib_send_bw ib_send_lat ib_read_bw ib_read_lat ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v "$p" >/dev/null || { echo "SKIP: $p not installed (Debian: perftest, ibverbs-utils)"; exit 77; }
 done
 [[ -e $libdir/libibverbs.so.1 ]] || { echo "FAIL: no $libdir/libibverbs.so.1"; exit 1; }
@@ -90,6 +91,14 @@ rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/send_bw_all.client" | wc -l)
 run_pair send_lat_all ib_send_lat -a -n 20
 rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/send_lat_all.client" | wc -l)
 [[ $rows -eq 23 ]] || fail "ib_send_lat -a: $rows size rows, expected 23"
+
+# RDMA READ (OpenMRC's READ opcodes, docs/PROTOCOL.md §11.10): the client reads the server's buffer.
+run_pair read_bw_all ib_read_bw -a -n 20 --report_gbits
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/read_bw_all.client" | wc -l)
+[[ $rows -eq 23 ]] || fail "ib_read_bw -a: $rows size rows, expected 23 (2 B … 8 MiB)"
+run_pair read_lat_all ib_read_lat -a -n 20
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/read_lat_all.client" | wc -l)
+[[ $rows -eq 23 ]] || fail "ib_read_lat -a: $rows size rows, expected 23"
 
 # ---- ibv_rc_pingpong: SEND/RECV ping-pong, received bytes validated (--chk) ----
 for size in 2 4096 1048576; do

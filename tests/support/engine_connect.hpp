@@ -31,7 +31,8 @@ struct EngineEnd {
 inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& x, const EngineEnd& y,
                                                                std::uint32_t psn_x, std::uint32_t psn_y,
                                                                const core::QpAttr& attr_x, const core::QpAttr& attr_y,
-                                                               const core::QpCaps& caps, core::TimeNs now) {
+                                                               const core::QpCaps& caps, core::TimeNs now,
+                                                               bool y_to_rts = true) {
     const EngineEnd* ends[2] = {&x, &y};
     const core::QpAttr* attrs[2] = {&attr_x, &attr_y};
     const std::uint32_t first_psn[2] = {psn_x, psn_y};
@@ -59,6 +60,7 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
                                   core::kAttrRnrRetry | core::kAttrMaxRdAtomic;
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, rtr}, now).err != 0)
             throw std::runtime_error("modify to RTR failed");
+        if (i == 1 && !y_to_rts) continue;  // y stays in RTR (a passive responder, as perftest's servers)
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, rts}, now).err != 0)
             throw std::runtime_error("modify to RTS failed");
     }

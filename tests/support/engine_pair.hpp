@@ -55,12 +55,12 @@ public:
         const EngineEnd y{engines[1].get(), 1, engines[1]->config().local_macs};
         return connect_engines(x, y, 100, 101, attr, caps, now);
     }
-    /// The same with different attributes at A and B.
+    /// The same with different attributes at A and B; `b_rts` false leaves B in RTR.
     std::pair<std::uint32_t, std::uint32_t> connect(const core::QpAttr& attr_a, const core::QpAttr& attr_b,
-                                                    core::QpCaps caps = {}) {
+                                                    core::QpCaps caps = {}, bool b_rts = true) {
         const EngineEnd x{engines[0].get(), 0, engines[0]->config().local_macs};
         const EngineEnd y{engines[1].get(), 1, engines[1]->config().local_macs};
-        return connect_engines(x, y, 100, 101, attr_a, attr_b, caps, now);
+        return connect_engines(x, y, 100, 101, attr_a, attr_b, caps, now, b_rts);
     }
 
     /// Moves frames and time until `done()` or `until_ns` of virtual time.

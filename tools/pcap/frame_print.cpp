@@ -126,6 +126,7 @@ void ext_text(Out o, const wire::ParsedFrame& p) {
         if (p.trim != wire::TrimKind::none) return;  // RETH and ImmDt did not survive the trim
         fmt::format_to(o, " RETH[va=0x{:x} rkey=0x{:08x} len={}]", p.reth.va, p.reth.rkey, p.reth.dma_len);
         if (wire::carries_imm(op)) fmt::format_to(o, " IMM[0x{:08x}]", p.imm.imm);
+        if (op == Opcode::read_req) fmt::format_to(o, " RESP_PSN[0x{:06x}]", p.imm.imm & 0xFFFFFF);
         return;
     }
     switch (op) {
@@ -185,6 +186,7 @@ void ext_json(Json& j, const wire::ParsedFrame& p) {
         if (p.trim != wire::TrimKind::none) return;
         j["reth"] = {{"va", p.reth.va}, {"rkey", p.reth.rkey}, {"dma_len", p.reth.dma_len}};
         if (wire::carries_imm(op)) j["imm"] = p.imm.imm;
+        if (op == Opcode::read_req) j["resp_psn"] = p.imm.imm & 0xFFFFFF;
         return;
     }
     switch (op) {

@@ -165,6 +165,7 @@ local F = {
     reth_dmalen = ProtoField.uint32("omrc.reth.dmalen", "DMA length (message bytes)", base.DEC),
 
     imm = ProtoField.uint32("omrc.imm", "Immediate data", base.HEX),
+    read_resp_psn = ProtoField.uint32("omrc.read.resp_psn", "Response PSN", base.HEX, nil, 0x00FFFFFF),
 
     crth_request = ProtoField.uint32("omrc.crth.request", "Request (cumulative bytes mod 2^32)", base.DEC),
     crth_used = ProtoField.uint32("omrc.crth.used", "Credit used (cumulative bytes mod 2^32)", base.DEC),
@@ -562,6 +563,11 @@ function omrc.dissector(tvb, pinfo, tree)
             local h, o = hdr(4, "ImmDt (immediate data)")
             h:add(F.imm, src(o, 4))
             info[#info + 1] = string.format("Imm=0x%08x", src(o, 4):uint())
+            off = off + 4
+        end
+        if not stopped and opcode == 0xCC and have(4, "response PSN") then
+            local h, o = hdr(4, "Response PSN (OpenMRC READ request: the PSN its requester expects next)")
+            h:add(F.read_resp_psn, src(o, 4))
             off = off + 4
         end
     elseif not stopped and opcode == OP_ACK then

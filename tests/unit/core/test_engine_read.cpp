@@ -362,3 +362,24 @@ TEST_CASE("Engine::read__both_directions_at_once_with_sends_of_the_responder", "
     CHECK((wb == ra));
     CHECK((wa == rb));
 }
+
+TEST_CASE("Engine::read__a_responder_in_rtr_answers_from_the_psn_the_request_names", "[unit][core]") {
+    // perftest's ib_read_bw server never leaves RTR. Its answers start at the
+    // PSN the requester's receiver expects (101: B's first PSN as A knows it).
+    EnginePair pair;
+    std::mt19937_64 rng(15);
+    pair.hook = [&](int, std::uint8_t, std::vector<std::uint8_t>&) { return Fate{rng() % 20 == 0, 0}; };
+    auto [a, b] = pair.connect(read_attr(), read_attr(), {}, false);
+    REQUIRE(pair.engines[1]->qp_info(b).state == QpState::rtr);
+    ReadRun r(pair, a, 8, 300'000, 15);
+    const Qp* qb = pair.engines[1]->find_qp(b);
+    REQUIRE(pair.run([&] { return r.done(pair) && qb->rd_resp_queued == 0; }, pair.now + 1'000'000'000));
+    r.check(pair);
+    CHECK(qb->state == QpState::rtr);
+    CHECK(qb->rtr_responder);
+    CHECK(qb->stats.reads_answered == 8);
+    // A send WR of B's is still refused until RTS.
+    std::vector<std::uint8_t> buf(64);
+    SendRequest w = read_wr(1, buf.data(), 64, buf.data());
+    CHECK(pair.engines[1]->submit(CmdPostSend{b, std::span(&w, 1)}, pair.now).err == EINVAL);
+}
