@@ -58,7 +58,7 @@ int run_client(Options o) {
     for (const QpInfo& q : ep.remote)
         if (q.len < max_size) return fail(o, "client", "the server's buffer is smaller than the largest size", &oob);
     if (auto e = ep.connect(o, peer); !e.empty()) return fail(o, "client", e, &oob);
-    if (!is_bw(o.test))
+    if (!is_bw(o.test) && !is_read(o.test))
         if (auto e = ep.post_recvs(0, 64); !e.empty()) return fail(o, "client", e, &oob);
     print_header(o, "client", ep.dev->planes());
     std::vector<Result> results;

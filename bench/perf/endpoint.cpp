@@ -72,7 +72,7 @@ std::string Endpoint::create(std::uint32_t nqps, std::size_t per_qp, std::uint32
     buf = static_cast<std::uint8_t*>(std::aligned_alloc(4096, total));
     if (buf == nullptr) return "out of memory for the test buffer";
     std::memset(buf, 0x5A, total);
-    mr = pd->reg_mr(buf, total, AccessFlags::local_write | AccessFlags::remote_write, &err);
+    mr = pd->reg_mr(buf, total, AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read, &err);
     if (!mr) return fmt::format("reg_mr: {}", std::strerror(err));
     std::mt19937 rng(std::random_device{}());
     for (std::uint32_t i = 0; i < nqps; ++i) {
@@ -101,7 +101,7 @@ std::string Endpoint::connect(const Options& o, const DeviceAddress& peer) {
         Qp& q = *qps[i];
         QpAttr a;
         a.qp_state = QpState::init;
-        a.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write;
+        a.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
         if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::access_flags))
             return fmt::format("QP to INIT: {}", std::strerror(rc));
         a.qp_state = QpState::rtr;

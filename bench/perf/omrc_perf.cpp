@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
     std::string config_file, device_name;
     std::uint32_t size = 0;
     bool all = false;
-    app.add_option("test", test, "write_bw, write_lat, send_bw or send_lat")
+    app.add_option("test", test, "write_bw, write_lat, send_bw, send_lat, read_bw or read_lat")
         ->required()
-        ->check(CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat"}));
+        ->check(CLI::IsMember({"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat"}));
     app.add_option("server", o.server, "server host (omit to be the server)");
     app.add_option("-s,--size", size, "message size in bytes (default 65536 for the _bw tests, 2 for the _lat ones)")
         ->check(CLI::Range(1u, 1u << 30));

@@ -15,13 +15,18 @@
 namespace omrc::perf {
 
 /// write_bw / write_lat as perftest's ib_write_*; send_bw / send_lat as its
-/// ib_send_*: SEND into receives the server keeps posted.
-enum class Test : std::uint8_t { write_bw, write_lat, send_bw, send_lat };
+/// ib_send_*: SEND into receives the server keeps posted; read_bw / read_lat
+/// as its ib_read_*: the client READs the server's buffer (the server only progresses).
+enum class Test : std::uint8_t { write_bw, write_lat, send_bw, send_lat, read_bw, read_lat };
 const char* to_string(Test t);
 /// "write_bw" … "send_lat" to a Test; false for another name.
 bool test_from_string(const std::string& name, Test& out);
 /// A bandwidth test (write_bw, send_bw) rather than a latency ping-pong.
-[[nodiscard]] constexpr bool is_bw(Test t) noexcept { return t == Test::write_bw || t == Test::send_bw; }
+[[nodiscard]] constexpr bool is_bw(Test t) noexcept {
+    return t == Test::write_bw || t == Test::send_bw || t == Test::read_bw;
+}
+/// RDMA READ by the client (read_bw, read_lat): the server posts nothing.
+[[nodiscard]] constexpr bool is_read(Test t) noexcept { return t == Test::read_bw || t == Test::read_lat; }
 /// Carried by SEND / RECV rather than WRITE (send_bw, send_lat).
 [[nodiscard]] constexpr bool is_send(Test t) noexcept { return t == Test::send_bw || t == Test::send_lat; }
 

@@ -20,12 +20,14 @@ const char* to_string(Test t) {
         case Test::write_lat: return "write_lat";
         case Test::send_bw: return "send_bw";
         case Test::send_lat: return "send_lat";
+        case Test::read_bw: return "read_bw";
+        case Test::read_lat: return "read_lat";
     }
     return "write_bw";
 }
 
 bool test_from_string(const std::string& name, Test& out) {
-    for (Test t : {Test::write_bw, Test::write_lat, Test::send_bw, Test::send_lat})
+    for (Test t : {Test::write_bw, Test::write_lat, Test::send_bw, Test::send_lat, Test::read_bw, Test::read_lat})
         if (name == to_string(t)) {
             out = t;
             return true;
@@ -64,7 +66,7 @@ bool from_json(const nlohmann::json& j, Result& r) {
 void print_header(const Options& o, const std::string& role, std::uint32_t planes) {
     if (o.quiet) return;
     fmt::print("{}\n", kRule);
-    fmt::print("                    {} {} Test ({})\n", is_send(o.test) ? "Send" : "RDMA_Write",
+    fmt::print("                    {} {} Test ({})\n", is_send(o.test) ? "Send" : is_read(o.test) ? "RDMA_Read" : "RDMA_Write",
                is_bw(o.test) ? "BW" : "Latency", role);
     fmt::print(" Driver         : {}\t\tPlanes         : {}\n", o.driver, planes);
     if (!o.config.empty())
@@ -75,7 +77,9 @@ void print_header(const Options& o, const std::string& role, std::uint32_t plane
     fmt::print(" Mtu            : {}[B]\t\tTX depth       : {}\n", o.mtu, o.tx_depth);
     if (o.duration_s > 0)
         fmt::print(" Duration       : {} s per size\n", o.duration_s);
-    if (!is_bw(o.test))
+    if (is_read(o.test) && !is_bw(o.test))
+        fmt::print(" One READ at a time: send completion; times are whole round trips\n");
+    else if (!is_bw(o.test))
         fmt::print(" Ping-pong      : {}, receive completion; times are half round trips\n",
                    is_send(o.test) ? "SEND" : "WRITE_WITH_IMM");
     fmt::print("{}\n", kRule);

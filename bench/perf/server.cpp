@@ -60,7 +60,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     if (auto e = ep.connect(o, peer); !e.empty()) return fail(o, "server", e, &oob);
     // Latency tests: the pings' receives; send_bw: a receive for every SEND in
     // flight and as many again (at least 256), posted again as consumed.
-    for (std::size_t q = 0; q < nqps && (!is_bw(o.test) || is_send(o.test)); ++q)
+    for (std::size_t q = 0; q < nqps && !is_read(o.test) && (!is_bw(o.test) || is_send(o.test)); ++q)
         if (auto e = ep.post_recvs(q, is_bw(o.test) ? std::clamp<std::size_t>(2 * std::size_t{o.tx_depth}, 256, 65536) : 64);
             !e.empty())
             return fail(o, "server", e, &oob);
@@ -83,7 +83,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
             const auto iters = m.value("iters", std::uint64_t{0});
             if (size == 0 || size > buffer) return fail(o, "server", "the client asks for a size beyond the buffer", &oob);
             if (auto e = oob.send({{"type", "ready"}}); !e.empty()) return fail(o, "server", e);
-            if (!is_bw(o.test)) {
+            if (!is_bw(o.test) && !is_read(o.test)) {
                 bool oob_broken = false;
                 if (auto e = serve_lat(o, ep, oob, size, iters, m, oob_broken); !e.empty())
                     return fail(o, "server", e, oob_broken ? nullptr : &oob);

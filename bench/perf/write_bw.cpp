@@ -52,6 +52,7 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
                 if (send) {
                     w.opcode = WrOpcode::send;  // into the server's next receive on QP i
                 } else {
+                    if (is_read(o.test)) w.opcode = WrOpcode::rdma_read;  // the server's buffer into ours
                     w.remote_addr = ep.remote[i].va;
                     w.rkey = ep.remote[i].rkey;
                 }
@@ -74,7 +75,8 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
         // lets them have the CPU rather than spin beside them.
         if (got == 0 && ep.dev->worker_threads()) std::this_thread::yield();
         if (now - last_progress > std::chrono::seconds(10))
-            return fmt::format("no {} completed for 10 s ({} of {} done)", send ? "SEND" : "WRITE", completed, posted);
+            return fmt::format("no {} completed for 10 s ({} of {} done)",
+                               send ? "SEND" : is_read(o.test) ? "READ" : "WRITE", completed, posted);
     }
     const double secs = seconds_between(start, done_at.empty() ? Clock::now() : done_at.back());
     const double scale = o.report_gbits ? 8.0 / 1e9 : 1.0 / (1u << 20);
@@ -94,7 +96,7 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
 }
 
 std::string serve_bw(const Options& o, Endpoint& ep, Oob& oob, nlohmann::json& result) {
-    // write_bw: the client's WRITEs need nothing of this side but progress.
+    // write_bw, read_bw: the client's WRITEs and READs need nothing of this side but progress.
     if (!is_send(o.test)) return expect(oob, &ep, "result", result, std::chrono::hours(24 * 365));
     // send_bw: every receive a SEND consumed is posted again at once, so
     // the client meets RNR only if this side falls behind by the whole depth.

@@ -58,6 +58,28 @@ int wait_recv(Endpoint& ep, std::string& error, Stop stop) {
 
 }  // namespace
 
+/// read_lat: one READ of `size` bytes from the server's buffer, waited for
+/// (its send completion says every byte is placed).
+static std::string read_once(Endpoint& ep, std::uint32_t size) {
+    const Sge sge{ep.local[0].va, size, ep.mr->lkey()};
+    SendWr w;
+    w.wr_id = 0;
+    w.opcode = WrOpcode::rdma_read;
+    w.send_flags = SendFlags::signaled;
+    w.sg_list = {&sge, 1};
+    w.remote_addr = ep.remote[0].va;
+    w.rkey = ep.remote[0].rkey;
+    if (int rc = ep.qps[0]->post_send(w)) return fmt::format("post_send: {}", std::strerror(rc));
+    Wc wc[1];
+    const auto start = Clock::now();
+    for (std::uint64_t spin = 0;; ++spin) {
+        ep.dev->progress();
+        if (ep.scq->poll(wc) == 1) return check_wc(wc[0]);
+        if ((spin & 1023) == 0 && Clock::now() - start > std::chrono::seconds(10))
+            return "no READ completed for 10 s";
+    }
+}
+
 std::string client_lat(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r) {
     std::vector<double> us;
     us.reserve(iters);
@@ -66,6 +88,12 @@ std::string client_lat(const Options& o, Endpoint& ep, std::uint32_t size, std::
     std::string error;
     for (std::uint64_t i = 0; timed ? seconds_between(start, Clock::now()) < o.duration_s : i < iters; ++i) {
         const auto t0 = Clock::now();
+        if (is_read(o.test)) {
+            // As ib_read_lat: the whole round trip of one READ.
+            if (auto e = read_once(ep, size); !e.empty()) return e;
+            us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+            continue;
+        }
         if (auto e = send_imm(o, ep, size, static_cast<std::uint32_t>(i)); !e.empty()) return e;
         if (wait_recv(ep, error, [] { return false; }) < 0) return error;
         us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 2);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # omrc-perf smoke test: server and client over the udp driver on ::1 for a
-# few sizes (write_bw, write_lat, send_bw, send_lat), checking exit codes, the perftest table
+# few sizes (write_bw, write_lat, send_bw, send_lat, read_bw, read_lat), checking exit codes, the perftest table
 # and the JSON report; the in-process loopback mode; devices from
 # configuration files (examples/configs/); and that a client facing no
 # server, a server that is not omrc-perf, or a silent one, and a bad
@@ -92,6 +92,9 @@ for size in 8 8192; do run_pair write_lat $size 200 "$LAT_HEADER"; done
 # SEND / RECV (docs/PROTOCOL.md §11.9): the server keeps receives posted.
 for size in 64 65536; do run_pair send_bw $size 200 "$BW_HEADER"; done
 run_pair send_lat 8 200 "$LAT_HEADER"
+# RDMA READ (docs/PROTOCOL.md §11.10): the client reads the server's buffer.
+for size in 64 65536; do run_pair read_bw $size 200 "$BW_HEADER"; done
+run_pair read_lat 8 200 "$LAT_HEADER"
 
 # Both ends in one process over the loopback driver.
 if timeout 60 "$PERF" write_bw --driver loopback -n 100 -s 4096 >"$TMP/lo.log" 2>&1 && grep -Eq "^ 4096 +100 " "$TMP/lo.log"; then
