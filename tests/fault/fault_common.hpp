@@ -102,6 +102,26 @@ inline std::vector<core::SendRequest> send_requests(GuardedTransfer& t, const st
     return wrs;
 }
 
+/// The same messages as RDMA READs by endpoint 0 (docs/PROTOCOL.md §11.10):
+/// each reads its part of `src` (registered at endpoint 1 under t.rkey) into
+/// its part of the guarded destination at endpoint 0.
+inline std::vector<core::SendRequest> read_requests(GuardedTransfer& t, const std::vector<std::size_t>& sizes) {
+    std::vector<core::SendRequest> wrs;
+    std::size_t off = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        core::SendRequest r;
+        r.wr_id = i;
+        r.is_read = true;
+        r.remote_addr = reinterpret_cast<std::uint64_t>(t.src.data()) + off;
+        r.rkey = t.rkey;
+        r.sge_count = 1;
+        r.sges[0] = {t.dst() + off, static_cast<std::uint32_t>(sizes[i]), 0};
+        wrs.push_back(r);
+        off += sizes[i];
+    }
+    return wrs;
+}
+
 /// One receive per message, exactly over its part of the destination (so a
 /// byte outside it hits a canary or another message), wr_id = message index.
 inline std::vector<core::RecvRequest> recv_requests(GuardedTransfer& t, const std::vector<std::size_t>& sizes) {
@@ -222,7 +242,9 @@ inline void check_one_completion_each(const std::vector<core::Completion>& wcs, 
                                       core::WcStatus status = core::WcStatus::success) {
     std::vector<int> seen(n, 0);
     for (const auto& c : wcs) {
-        if (c.opcode != core::WcOpcode::rdma_write && c.opcode != core::WcOpcode::send) continue;
+        if (c.opcode != core::WcOpcode::rdma_write && c.opcode != core::WcOpcode::send &&
+            c.opcode != core::WcOpcode::rdma_read)
+            continue;
         REQUIRE(c.wr_id < n);
         ++seen[c.wr_id];
         CHECK(c.status == status);
@@ -278,6 +300,21 @@ inline RunResult send_transfer(LoopbackHarness& h, std::uint32_t qpn, std::uint3
                            poster.pump();
                        });
     r.elapsed_ns = h.now - start;
+    return r;
+}
+
+/// Endpoint 0's QP `qpn` READs `t` from endpoint 1 as `sizes` READs,
+/// `depth` outstanding; finished when every READ has completed.
+inline RunResult read_transfer(LoopbackHarness& h, std::uint32_t qpn, GuardedTransfer& t,
+                               const std::vector<std::size_t>& sizes, std::size_t depth, core::TimeNs limit_ns) {
+    h.memory[1]->add(t.rkey, t.src.data(), t.src.size());
+    Poster poster(h, 0, qpn, read_requests(t, sizes), depth);
+    const core::TimeNs start = h.now;
+    RunResult r;
+    r.finished = h.run([&] { return h.completions[0].size() == sizes.size(); }, h.now + limit_ns,
+                       [&] { poster.pump(); });
+    r.elapsed_ns = h.now - start;
+    h.memory[1]->remove(t.rkey);
     return r;
 }
 

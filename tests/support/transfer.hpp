@@ -45,7 +45,10 @@ inline int connect_qps(Qp& a, const Device& da, Qp& b, const Device& db, const Q
     for (Qp* q : {&a, &b}) {
         QpAttr init = base;
         init.qp_state = QpState::init;
-        init.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write;
+        // base's access flags when set, else what every test so far needs.
+        init.qp_access_flags = base.qp_access_flags != 0
+                                   ? base.qp_access_flags
+                                   : AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
         if (const int rc = q->modify(init, QpAttrMask::state | QpAttrMask::access_flags)) return failed("modify(INIT)", rc);
         if (q->state() != QpState::init) return failed("state after modify(INIT)", EPROTO);
     }

@@ -791,3 +791,89 @@ TEST_CASE("e2e__send_without_a_receive_waits_rnr_then_completes", "[unit][verbs]
     CHECK(recv[0].byte_len == 3000);
     CHECK(std::equal(p.src.begin(), p.src.begin() + 3000, p.dst.begin()));
 }
+
+TEST_CASE("e2e__rdma_read_into_two_sges", "[unit][verbs]") {
+    SelfPair p;
+    for (std::size_t i = 0; i < p.dst.size(); ++i) p.dst[i] = static_cast<std::uint8_t>(i * 13 + 5);
+    const auto readable = p.pd->reg_mr(p.dst.data(), p.dst.size(), AccessFlags::remote_read);
+    REQUIRE(readable != nullptr);
+    const Sge into[2] = {p.sge(0, 1000), p.sge(2000, 1500)};
+    SendWr w;
+    w.wr_id = 7;
+    w.opcode = WrOpcode::rdma_read;
+    w.send_flags = SendFlags::signaled;
+    w.sg_list = into;
+    w.remote_addr = addr_of(p.dst.data()) + 100;
+    w.rkey = readable->rkey();
+    REQUIRE(p.a->post_send(w) == 0);
+    std::vector<Wc> sent;
+    REQUIRE(p.solo.run([&] {
+        for (const Wc& wc : drain(*p.scq)) sent.push_back(wc);
+        return sent.size() == 1;
+    }));
+    CHECK(sent[0].wr_id == 7);
+    CHECK(sent[0].status == WcStatus::success);
+    CHECK(sent[0].opcode == WcOpcode::rdma_read);
+    CHECK(sent[0].byte_len == 2500);
+    CHECK(std::equal(p.dst.begin() + 100, p.dst.begin() + 1100, p.src.begin()));
+    CHECK(std::equal(p.dst.begin() + 1100, p.dst.begin() + 2600, p.src.begin() + 2000));
+    CHECK(p.src[1000] == 0);  // between the SGEs: untouched
+    CHECK(drain(*p.rcq).empty());  // the responder completes nothing
+    // Inline READs and a destination without LOCAL_WRITE are refused at post.
+    w.send_flags |= SendFlags::inline_;
+    CHECK(p.a->post_send(w) == EINVAL);
+    w.send_flags = SendFlags::signaled;
+    const Sge ro{addr_of(p.dst.data()), 64, readable->lkey()};
+    w.sg_list = {&ro, 1};
+    CHECK(p.a->post_send(w) == EINVAL);
+}
+
+TEST_CASE("e2e__rdma_read_refused_by_the_responder", "[unit][verbs]") {
+    SECTION("an MR without REMOTE_READ: rem_access_err") {
+        SelfPair p;
+        const Sge into = p.sge(0, 64);
+        SendWr w;
+        w.opcode = WrOpcode::rdma_read;
+        w.send_flags = SendFlags::signaled;
+        w.sg_list = {&into, 1};
+        w.remote_addr = addr_of(p.dst.data());
+        w.rkey = p.dst_mr->rkey();  // REMOTE_WRITE only
+        REQUIRE(p.a->post_send(w) == 0);
+        std::vector<Wc> sent;
+        REQUIRE(p.solo.run([&] {
+            for (const Wc& wc : drain(*p.scq)) sent.push_back(wc);
+            return !sent.empty();
+        }));
+        CHECK(sent[0].status == WcStatus::rem_access_err);
+        CHECK(sent[0].opcode == WcOpcode::rdma_read);
+        CHECK(p.a->state() == QpState::err);
+    }
+    SECTION("a QP without REMOTE_READ: rem_inv_req_err") {
+        SoloDevice solo;
+        auto pd = solo.dev->alloc_pd();
+        auto scq = solo.dev->create_cq(64), rcq = solo.dev->create_cq(64);
+        auto a = pd->create_qp(init_attr(*scq, *rcq, {}));
+        auto b = pd->create_qp(init_attr(*scq, *rcq, {}));
+        QpAttr base;
+        base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write;
+        connect(*a, *solo.dev, *b, *solo.dev, base);
+        std::vector<std::uint8_t> buf(4096, 1), into(64, 0);
+        auto src = pd->reg_mr(buf.data(), buf.size(), AccessFlags::remote_read);
+        auto dst = pd->reg_mr(into.data(), into.size(), AccessFlags::local_write);
+        const Sge sge{addr_of(into.data()), 64, dst->lkey()};
+        SendWr w;
+        w.opcode = WrOpcode::rdma_read;
+        w.send_flags = SendFlags::signaled;
+        w.sg_list = {&sge, 1};
+        w.remote_addr = addr_of(buf.data());
+        w.rkey = src->rkey();
+        REQUIRE(a->post_send(w) == 0);
+        std::vector<Wc> sent;
+        REQUIRE(solo.run([&] {
+            for (const Wc& wc : drain(*scq)) sent.push_back(wc);
+            return !sent.empty();
+        }));
+        CHECK(sent[0].status == WcStatus::rem_inv_req_err);
+        CHECK(into[0] == 0);
+    }
+}
