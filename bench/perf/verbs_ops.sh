@@ -41,7 +41,7 @@ one() {
   python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
-print(r["bw_avg"] if "bw_avg" in r else r["t_typical_us"])' "$work/out.json"
+print(round(r["bw_avg"] if "bw_avg" in r else r["t_typical_us"], 2))' "$work/out.json"
 }
 
 declare -A vals
@@ -63,4 +63,4 @@ ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
 echo "send_bw / write_bw at $size B: $(ratio "${med[send_bw]}" "${med[write_bw]}") (goal >= 0.9)"
 echo "read_bw / write_bw at $size B: $(ratio "${med[read_bw]}" "${med[write_bw]}") (goal >= 0.9)"
 echo "send_lat / write_lat at 8 B: $(ratio "${med[send_lat]}" "${med[write_lat]}") (goal <= 1.2)"
-echo "read_lat (whole round trip) / (2 x write_lat) at 8 B: $(ratio "${med[read_lat]}" "2 * ${med[write_lat]}")"
+echo "read_lat (whole round trip) / (2 x write_lat) at 8 B: $(ratio "${med[read_lat]}" "(2 * ${med[write_lat]})")"
