@@ -210,8 +210,10 @@ public:
 private:
     explicit DpdkPorts(const DpdkOptions& o) : opt_(o) {}
     int open_port(const std::string& spec, std::string& error);
-    /// rte_eth_dev_configure with `rss`, the queues, start.
+    /// rte_eth_dev_configure with `rss`, the queues, start; a net_memif
+    /// port's on the interrupt thread (eal.hpp, on_interrupt_thread).
     int configure_port(Port& p, bool rss, std::string& error);
+    int configure_port_here(Port& p, bool rss, std::string& error);
     void close();
     // The control plane, off the data path (ports.cpp).
     static void on_alarm(void* self);

@@ -7,14 +7,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
+#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_interrupts.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 
@@ -159,6 +162,45 @@ void attach_thread() {
     if (!warned.exchange(true))
         log::logger().warn("dpdk: cannot make a data-path thread an lcore ({}): its mbufs bypass the mempool caches",
                            rte_strerror(rte_errno));
+}
+
+namespace {
+
+/// One task handed to the interrupt thread; lives on the caller's stack
+/// until `done`.
+struct InterruptTask {
+    const std::function<int()>* task = nullptr;
+    int rc = 0;
+    bool done = false;  ///< guarded by `mutex`
+    std::mutex mutex;
+    std::condition_variable cv;
+};
+
+void run_interrupt_task(void* arg) {
+    auto* t = static_cast<InterruptTask*>(arg);
+    const int rc = (*t->task)();
+    std::lock_guard lock(t->mutex);
+    t->rc = rc;
+    t->done = true;
+    t->cv.notify_one();  // under the lock: the caller's stack frame outlives this call
+}
+
+}  // namespace
+
+int on_interrupt_thread(const std::function<int()>& task) {
+    if (rte_thread_is_intr() != 0) return task();
+    InterruptTask t;
+    t.task = &task;
+    if (const int e = rte_eal_alarm_set(1, &run_interrupt_task, &t); e != 0) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            log::logger().warn("dpdk: no EAL alarm ({}): net_memif calls run on the caller's thread",
+                               rte_strerror(-e));
+        return task();
+    }
+    std::unique_lock lock(t.mutex);
+    t.cv.wait(lock, [&] { return t.done; });
+    return t.rc;
 }
 
 }  // namespace omrc::dpdk

@@ -6,6 +6,7 @@
 // application's thread behind its back.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,18 @@ int ensure_eal(const std::vector<std::string>& args);
 /// failure (no lcore left, or a secondary process attached) is logged once
 /// and the thread runs without the cache.
 void attach_thread();
+
+/// Runs `task` on the EAL's interrupt thread and returns what it returned;
+/// runs it in place when called there (an alarm or event callback). net_memif
+/// keeps its control channel on that thread (connect, messages, disconnect
+/// when the peer goes) and its probe, configure, start and stop touch the same
+/// state from the caller's thread without a lock: with both ends of a pair in
+/// one process, stopping one end while the thread handles the other's
+/// disconnect freed a message queue under the thread (a SIGSEGV in it). Those
+/// calls come here. The task runs from an EAL alarm, so it must not wait for
+/// the interrupt thread itself. Falls back to running in place (and says so
+/// once) when no alarm can be set.
+int on_interrupt_thread(const std::function<int()>& task);
 
 /// Splits at white space (no quoting: EAL arguments have no spaces).
 [[nodiscard]] std::vector<std::string> split_args(const std::string& text);

@@ -148,7 +148,10 @@ int DpdkPorts::open(const DpdkOptions& o, std::shared_ptr<DpdkPorts>& out, std::
         const std::string name = v.substr(0, v.find(','));
         std::uint16_t existing = 0;
         if (rte_eth_dev_get_port_by_name(name.c_str(), &existing) == 0) continue;
-        if (const int e = rte_dev_probe(v.c_str()); e != 0) {
+        // (memif's probe opens its socket and registers on the interrupt thread: run it there.)
+        const bool memif = name.rfind("net_memif", 0) == 0;
+        const int e = memif ? on_interrupt_thread([&] { return rte_dev_probe(v.c_str()); }) : rte_dev_probe(v.c_str());
+        if (e != 0) {
             error = fmt::format("vdev {}: {}", v, rte_strerror(-e));
             return -e;
         }
@@ -282,6 +285,11 @@ int DpdkPorts::open_port(const std::string& spec, std::string& error) {
 }
 
 int DpdkPorts::configure_port(Port& port, bool rss, std::string& error) {
+    if (!port.shared_memory) return configure_port_here(port, rss, error);
+    return on_interrupt_thread([&] { return configure_port_here(port, rss, error); });
+}
+
+int DpdkPorts::configure_port_here(Port& port, bool rss, std::string& error) {
     const std::uint16_t pid = port.id;
     const std::string spec = port.name.empty() ? std::to_string(pid) : port.name;
     rte_eth_dev_info info{};
@@ -348,7 +356,8 @@ void DpdkPorts::close() {
                 std::this_thread::yield();
             }
         remove_flows(*p);
-        (void)rte_eth_dev_stop(p->id);
+        if (p->shared_memory) (void)on_interrupt_thread([id = p->id] { return rte_eth_dev_stop(id); });
+        else (void)rte_eth_dev_stop(p->id);
         std::lock_guard lock(ports_mutex);
         ports_in_use.erase(p->id);
     }

@@ -19,6 +19,7 @@
 
 #include "dpdk/dpdk_env.hpp"
 #include "drivers/dpdk/dpdk_driver.hpp"
+#include "drivers/dpdk/eal.hpp"
 #include "unit/drivers/conformance.hpp"
 
 namespace omrc::test::conformance {
@@ -116,11 +117,11 @@ std::vector<Factory> conformance_factories() {
              p.set_link = [d0 = d[0], d1 = d[1]](std::uint32_t e, std::uint32_t pl, bool up) {
                  dpdk::DpdkDriver* self = e == 0 ? d0 : d1;
                  const std::uint16_t other = (e == 0 ? d1 : d0)->ports()[pl]->id;
-                 if (!up) {
-                     REQUIRE(rte_eth_dev_stop(other) == 0);
-                 } else {
-                     REQUIRE(rte_eth_dev_start(other) == 0);
-                 }
+                 // (On the interrupt thread, as the driver does: memif's
+                 // control channel lives there.)
+                 const int rc = dpdk::on_interrupt_thread(
+                     [&] { return up ? rte_eth_dev_start(other) : rte_eth_dev_stop(other); });
+                 REQUIRE(rc == 0);
                  // The driver learns of it off the data path (a link event
                  // of the PMD, or its alarm's poll): wait for its view.
                  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
