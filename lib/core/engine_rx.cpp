@@ -393,10 +393,14 @@ bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
                                            f.payload.subspan(done, take))
                     : PlaceStatus::ok;
         if (ps != PlaceStatus::ok) {
-            // The receive's MR went away under it: a local protection error here,
-            // a remote operational error for the sender.
+            // A receive's MR went away under it: the QP enters ERR with a
+            // local protection error on its oldest receive not completed
+            // (receives complete in order; that one cannot complete now) and
+            // the rest flushed; the sender gets a remote operational error.
             drop(DropReason::remote_access);
             send_aeth_nak(qp, wire::AethSyndrome::nak_remote_op, psn);
+            complete({.wr_id = qp.rq.front().wr_id, .qpn = qp.qpn, .status = WcStatus::loc_prot_err, .opcode = WcOpcode::recv});
+            qp.rq.pop_front();
             enter_error(qp, WcStatus::wr_flush_err, now);
             return false;
         }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Fault-matrix rows that concern memory registration and object lifetime,
 // through the public verbs API on the loopback driver in virtual time:
-// rows 14-18 and 24. G = canaries around every MR untouched.
+// rows 14-18 and 24, and rows 17 and 24 with SEND/RECV and RDMA READ traffic
+// (row 32). G = canaries around every MR untouched.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -103,6 +104,39 @@ struct Pair {
         w.rkey = rkey;
         return qp[0]->post_send(w);
     }
+    /// A SENDs src [off, off+len) into B's next receive.
+    int send(std::uint64_t wr_id, std::size_t off, std::size_t len) {
+        const Sge sge{reinterpret_cast<std::uint64_t>(src.data()) + off, static_cast<std::uint32_t>(len), src_mr->lkey()};
+        SendWr w;
+        w.wr_id = wr_id;
+        w.opcode = WrOpcode::send;
+        w.send_flags = SendFlags::signaled;
+        w.sg_list = {&sge, 1};
+        return qp[0]->post_send(w);
+    }
+    /// B posts a receive of dst [off, off+len).
+    int recv(std::uint64_t wr_id, std::size_t off, std::size_t len) {
+        const Sge sge{dst_addr(off), static_cast<std::uint32_t>(len), dst_mr->lkey()};
+        const RecvWr r{wr_id, {&sge, 1}};
+        return qp[1]->post_recv(r);
+    }
+    /// B READs A's src [off, off+len) into dst at off (A's MR must allow it: allow_remote_read()).
+    int read(std::uint64_t wr_id, std::size_t off, std::size_t len) {
+        const Sge sge{dst_addr(off), static_cast<std::uint32_t>(len), dst_mr->lkey()};
+        SendWr w;
+        w.wr_id = wr_id;
+        w.opcode = WrOpcode::rdma_read;
+        w.send_flags = SendFlags::signaled;
+        w.sg_list = {&sge, 1};
+        w.remote_addr = reinterpret_cast<std::uint64_t>(src.data()) + off;
+        w.rkey = src_mr->rkey();
+        return qp[1]->post_send(w);
+    }
+    /// A's source MR registered again with REMOTE_READ (B's READs name it).
+    void allow_remote_read() {
+        src_mr = pd[0]->reg_mr(src.data(), src.size(), AccessFlags::local_write | AccessFlags::remote_read);
+        REQUIRE(src_mr != nullptr);
+    }
     std::uint64_t dst_addr(std::size_t off = 0) { return reinterpret_cast<std::uint64_t>(dst.mid()) + off; }
     bool run(const std::function<bool()>& done, std::uint64_t budget_ns = 1'000'000'000) {
         return net.run({dev[0].get(), dev[1].get()}, done, budget_ns);
@@ -110,6 +144,38 @@ struct Pair {
     /// Receiver engine counters from stats_json().
     nlohmann::json rx_engine() const { return nlohmann::json::parse(dev[1]->stats_json())["engine"]; }
 };
+
+/// Completions of `cq` until `n` have come (or the budget ends), in order.
+std::vector<Wc> collect(Pair& p, Cq& cq, std::size_t n, std::uint64_t budget_ns = 2'000'000'000) {
+    std::vector<Wc> wcs;
+    p.run([&] {
+        auto w = drain(cq);
+        wcs.insert(wcs.end(), w.begin(), w.end());
+        return wcs.size() >= n;
+    }, budget_ns);
+    return wcs;
+}
+
+/// The completions of one queue after an error ended its QP: successes,
+/// then only flushes and exactly one `error` (a requester flushes its WRs
+/// older than the one a NAK names before that one's error, as the engine
+/// does). Returns how many succeeded.
+std::size_t check_one_error_then_flushed(const std::vector<Wc>& wcs, WcStatus error) {
+    std::size_t succeeded = 0, errors = 0;
+    for (std::size_t i = 0; i < wcs.size(); ++i) {
+        CAPTURE(i, to_string(wcs[i].status));
+        if (wcs[i].status == WcStatus::success) {
+            CHECK(succeeded == i);  // no success after the first failure
+            ++succeeded;
+        } else if (wcs[i].status == error) {
+            ++errors;
+        } else {
+            CHECK(wcs[i].status == WcStatus::wr_flush_err);
+        }
+    }
+    CHECK(errors == 1);
+    return succeeded;
+}
 
 std::uint64_t drop_count(const nlohmann::json& engine, const char* reason) {
     const auto& d = engine["rx_drops"];
@@ -328,4 +394,193 @@ TEST_CASE("row 24: destroy QP, CQ and PD while the peer still sends", "[fault]")
     CHECK(errors > 0);  // the peer gets error completions (retry exceeded, then flushed)
     CHECK(std::any_of(wcs.begin(), wcs.end(), [](const Wc& w) { return w.status == WcStatus::retry_exc_err; }));
     CHECK(p.qp[0]->state() == QpState::err);
+}
+
+// Row 32: rows 17 and 24 with SEND/RECV and RDMA READ traffic.
+
+TEST_CASE("row 17 (SEND): deregister the receives' MR while SENDs and retransmits to it are in flight", "[fault]") {
+    const std::uint64_t seed = 1727;
+    CAPTURE(seed);
+    const std::size_t n = 8u << 20, msg = 256 << 10, msgs = n / msg;
+    Pair p(n, seed);
+    loopback::Impairment lossy;
+    lossy.loss.rate = 0.05;  // keeps retransmissions in flight
+    p.net.fabric.set_impairment(0, 1, lossy);
+    for (std::size_t i = 0; i < msgs; ++i) {
+        REQUIRE(p.recv(100 + i, i * msg, msg) == 0);
+        REQUIRE(p.send(i, i * msg, msg) == 0);
+    }
+    REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
+    p.run([] { return false; }, 20'000);
+    REQUIRE(p.dst_mr->deregister() == 0);
+    const std::vector<std::uint8_t> snapshot(p.dst.all);
+    const auto sent = collect(p, *p.cq[0], msgs);
+    const auto received = collect(p, *p.cq[1], msgs);
+    REQUIRE(sent.size() == msgs);
+    REQUIRE(received.size() == msgs);
+    CHECK((p.dst.all == snapshot));  // 0 bytes landed after deregister returned
+    CHECK(p.dst.guards_intact());
+    // The receiver: successes, one local protection error, the rest flushed,
+    // in post order (one receive per message, none consumed twice).
+    const std::size_t failed_recv = check_one_error_then_flushed(received, WcStatus::loc_prot_err);
+    for (std::size_t i = 0; i < received.size(); ++i) {
+        CHECK(received[i].wr_id == 100 + i);
+        CHECK(received[i].opcode == WcOpcode::recv);
+    }
+    // The sender: the SEND that hit the missing MR fails with a remote
+    // operational error, the rest are flushed; each completed receive was a completed SEND.
+    const std::size_t failed_send = check_one_error_then_flushed(sent, WcStatus::rem_op_err);
+    CHECK(failed_send >= failed_recv);
+    for (std::size_t i = 0; i < failed_recv; ++i) CHECK(std::memcmp(p.dst.mid() + i * msg, p.src.data() + i * msg, msg) == 0);
+    CHECK(p.qp[0]->state() == QpState::err);
+    CHECK(p.qp[1]->state() == QpState::err);
+    CHECK(drop_count(p.rx_engine(), "remote_access") >= 1);
+}
+
+TEST_CASE("row 17 (READ): deregister the READs' destination MR while answers are in flight", "[fault]") {
+    const std::uint64_t seed = 1737;
+    CAPTURE(seed);
+    const std::size_t n = 8u << 20, msg = 256 << 10, msgs = n / msg;
+    QpAttr base;
+    base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    Pair p(n, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
+    p.allow_remote_read();
+    loopback::Impairment lossy;
+    lossy.loss.rate = 0.05;  // the answers (A → B) are lost and asked for again
+    p.net.fabric.set_impairment(0, 1, lossy);
+    for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
+    REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
+    p.run([] { return false; }, 20'000);
+    REQUIRE(p.dst_mr->deregister() == 0);
+    const std::vector<std::uint8_t> snapshot(p.dst.all);
+    const auto wcs = collect(p, *p.cq[1], msgs);
+    REQUIRE(wcs.size() == msgs);
+    CHECK((p.dst.all == snapshot));  // 0 bytes landed after deregister returned
+    CHECK(p.dst.guards_intact());
+    const std::size_t failed = check_one_error_then_flushed(wcs, WcStatus::loc_prot_err);
+    for (std::size_t i = 0; i < wcs.size(); ++i) {
+        CHECK(wcs[i].wr_id == i);
+        CHECK(wcs[i].opcode == WcOpcode::rdma_read);
+    }
+    for (std::size_t i = 0; i < failed; ++i) CHECK(std::memcmp(p.dst.mid() + i * msg, p.src.data() + i * msg, msg) == 0);
+    CHECK(p.qp[1]->state() == QpState::err);
+    CHECK(drain(*p.cq[0]).empty());  // the responder completes nothing
+}
+
+TEST_CASE("row 17 (READ): deregister the MR being read while READs of it are in flight", "[fault]") {
+    const std::uint64_t seed = 1747;
+    CAPTURE(seed);
+    const std::size_t n = 8u << 20, msg = 256 << 10, msgs = n / msg;
+    QpAttr base;
+    base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    base.timeout_ns = 1'000'000;
+    base.retry_cnt = 2;
+    Pair p(n, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
+    p.allow_remote_read();
+    loopback::Impairment lossy;
+    lossy.loss.rate = 0.05;
+    p.net.fabric.set_impairment(0, 1, lossy);
+    for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
+    REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
+    p.run([] { return false; }, 20'000);
+    REQUIRE(p.src_mr->deregister() == 0);
+    // Every byte of the source changes once deregistered: an answer built
+    // from it after deregister returned would carry the new bytes.
+    const std::vector<std::uint8_t> original(p.src);
+    const std::vector<std::uint8_t> snapshot(p.dst.mid(), p.dst.mid() + n);
+    for (auto& b : p.src) b = static_cast<std::uint8_t>(~b);
+    const auto wcs = collect(p, *p.cq[1], msgs);
+    REQUIRE(wcs.size() == msgs);
+    std::size_t later = 0;
+    for (std::size_t i = 0; i < n; ++i) later += p.dst.mid()[i] != snapshot[i] && p.dst.mid()[i] != original[i];
+    CHECK(later == 0);
+    CHECK(p.dst.guards_intact());
+    // The responder stops answering (its QP enters ERR); the requester's
+    // READ in progress ends by its retry budget, the rest are flushed.
+    check_one_error_then_flushed(wcs, WcStatus::retry_exc_err);
+    CHECK(p.qp[0]->state() == QpState::err);
+    CHECK(p.qp[1]->state() == QpState::err);
+    CHECK(drain(*p.cq[0]).empty());
+}
+
+TEST_CASE("row 24 (SEND): destroy QP, CQ and PD while the peer still sends", "[fault]") {
+    const std::uint64_t seed = 2434;
+    CAPTURE(seed);
+    const std::size_t msg = 256 << 10, msgs = 16;
+    QpAttr base;
+    base.timeout_ns = 1'000'000;
+    base.retry_cnt = 2;
+    Pair p(msgs * msg, seed, AccessFlags::local_write | AccessFlags::remote_write,
+           AccessFlags::local_write | AccessFlags::remote_write, base);
+    for (std::size_t i = 0; i < msgs; ++i) {
+        REQUIRE(p.recv(100 + i, i * msg, msg) == 0);
+        REQUIRE(p.send(i, i * msg, msg) == 0);
+    }
+    REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
+    // The receiver tears everything down mid-transfer, receives still posted.
+    p.qp[1].reset();
+    p.dst_mr.reset();
+    p.cq[1].reset();
+    p.pd[1].reset();
+    p.dev[1].reset();
+    std::vector<Wc> wcs;
+    REQUIRE(p.net.run({p.dev[0].get()}, [&] {
+        auto w = drain(*p.cq[0]);
+        wcs.insert(wcs.end(), w.begin(), w.end());
+        return wcs.size() == msgs;
+    }, 1'000'000'000));
+    check_one_error_then_flushed(wcs, WcStatus::retry_exc_err);
+    CHECK(p.qp[0]->state() == QpState::err);
+}
+
+TEST_CASE("row 24 (READ): destroy the responder's objects while READs are in flight, or the requester's while answers are", "[fault]") {
+    const std::size_t msg = 256 << 10, msgs = 16;
+    QpAttr base;
+    base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    base.timeout_ns = 1'000'000;
+    base.retry_cnt = 2;
+    SECTION("the responder goes: the requester's READs end by the retry budget") {
+        const std::uint64_t seed = 2444;
+        CAPTURE(seed);
+        Pair p(msgs * msg, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
+        p.allow_remote_read();
+        for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
+        REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
+        p.qp[0].reset();
+        p.src_mr.reset();
+        p.cq[0].reset();
+        p.pd[0].reset();
+        p.dev[0].reset();
+        std::vector<Wc> wcs;
+        REQUIRE(p.net.run({p.dev[1].get()}, [&] {
+            auto w = drain(*p.cq[1]);
+            wcs.insert(wcs.end(), w.begin(), w.end());
+            return wcs.size() == msgs;
+        }, 1'000'000'000));
+        check_one_error_then_flushed(wcs, WcStatus::retry_exc_err);
+        CHECK(p.qp[1]->state() == QpState::err);
+        CHECK(p.dst.guards_intact());
+    }
+    SECTION("the requester goes: the responder's answers fall on nothing, and it stays usable") {
+        const std::uint64_t seed = 2454;
+        CAPTURE(seed);
+        Pair p(msgs * msg, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
+        p.allow_remote_read();
+        for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
+        REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
+        p.qp[1].reset();
+        p.dst_mr.reset();
+        p.cq[1].reset();
+        p.pd[1].reset();
+        p.dev[1].reset();
+        // The responder keeps running with its answers half sent: nothing to
+        // complete on its side, no crash, no leak (ASan/LSan in the sanitizer build).
+        p.net.run({p.dev[0].get()}, [] { return false; }, 20'000'000);
+        CHECK(drain(*p.cq[0]).empty());
+        // Its memory is still its own: a new MR and QP work on the same device.
+        auto mr = p.pd[0]->reg_mr(p.src.data(), p.src.size(), AccessFlags::local_write);
+        CHECK(mr != nullptr);
+        QpCap cap;
+        CHECK(p.pd[0]->create_qp(init_attr(*p.cq[0], *p.cq[0], cap)) != nullptr);
+    }
 }
