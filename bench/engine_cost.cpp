@@ -5,6 +5,10 @@
 // A pass: the sender's timers and poll_tx → the wire → the receiver's
 // on_rx_burst, timers and poll_tx (SACKs) → the wire → the sender's
 // on_rx_burst and poll_completions (completed WRITEs are posted again).
+// The operation is WRITE, SEND (the receiver keeps receives posted and
+// polls their completions) or RDMA READ (the data packets are the
+// responder's answers, placed by the requester; its requests and
+// acknowledgements ride the other way).
 // Virtual time advances by a fixed step per pass. The thread's CPU time over
 // the whole run, divided by the data packets delivered, is `ns_per_pkt`.
 //
@@ -42,21 +46,44 @@ std::uint64_t thread_cpu_ns() {
     return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-/// Receive-side placement: bounds-checked copy into one buffer.
+/// The operation each run measures (range(4) of the benchmark).
+enum class Op : std::uint8_t { write = 0, send = 1, read = 2 };
+
+/// Memory of both ends, as an MR table would answer: bounds-checked copies
+/// into one destination buffer (WRITE placement, SEND receives, READ
+/// answers at the requester) and bounds-checked reads of the source (the
+/// READ responder).
 class Sink final : public core::PlacementTarget {
 public:
-    explicit Sink(std::size_t bytes) : buf_(bytes, 0) {}
+    Sink(std::size_t bytes, const std::vector<std::uint8_t>& src) : buf_(bytes, 0), src_(src) {}
     core::PlaceStatus place(std::uint32_t, std::uint32_t, std::uint64_t va, std::span<const std::uint8_t> b) override {
-        const auto base = reinterpret_cast<std::uint64_t>(buf_.data());
-        if (va < base || b.size() > buf_.size() || va - base > buf_.size() - b.size())
-            return core::PlaceStatus::out_of_bounds;
-        std::memcpy(reinterpret_cast<void*>(va), b.data(), b.size());
+        return copy_in(reinterpret_cast<std::uint8_t*>(va), b);
+    }
+    core::PlaceStatus place_local(std::uint32_t, std::uint32_t, std::uint8_t* addr,
+                                  std::span<const std::uint8_t> b) override {
+        return copy_in(addr, b);
+    }
+    core::PlaceStatus read_source(std::uint32_t, std::uint32_t, std::uint64_t va, std::uint64_t len,
+                                  const std::uint8_t*& out) override {
+        const auto base = reinterpret_cast<std::uint64_t>(src_.data());
+        out = nullptr;
+        if (va < base || len > src_.size() || va - base > src_.size() - len) return core::PlaceStatus::out_of_bounds;
+        out = reinterpret_cast<const std::uint8_t*>(va);
         return core::PlaceStatus::ok;
     }
     std::vector<std::uint8_t>& bytes() { return buf_; }
 
 private:
+    core::PlaceStatus copy_in(std::uint8_t* at, std::span<const std::uint8_t> b) {
+        const auto base = reinterpret_cast<std::uint64_t>(buf_.data());
+        const auto va = reinterpret_cast<std::uint64_t>(at);
+        if (va < base || b.size() > buf_.size() || va - base > buf_.size() - b.size())
+            return core::PlaceStatus::out_of_bounds;
+        std::memcpy(at, b.data(), b.size());
+        return core::PlaceStatus::ok;
+    }
     std::vector<std::uint8_t> buf_;
+    const std::vector<std::uint8_t>& src_;
 };
 
 /// Frames from one engine to the other, one pass at a time.
@@ -123,14 +150,15 @@ struct Pair {
             c.local_addr = addr(i);
             c.compute_icrc = c.verify_icrc = icrc;
             c.send_transport_acks = transport_acks;
-            e[i] = std::make_unique<core::Engine>(c, i == 1 ? &sink : nullptr);
+            e[i] = std::make_unique<core::Engine>(c, &sink);
         }
         for (int i = 0; i < 2; ++i) {
             core::QpCaps caps;
             caps.max_send_wr = 1024;
+            caps.max_recv_wr = 1024;
             qpn[i] = e[i]->submit(core::CmdCreateQp{caps}, now).qpn;
             core::QpAttr init;
-            init.access_flags = core::kAccessRemoteWrite;
+            init.access_flags = core::kAccessLocalWrite | core::kAccessRemoteWrite | core::kAccessRemoteRead;
             e[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, now);
         }
         for (int i = 0; i < 2; ++i) {
@@ -168,15 +196,20 @@ struct RunResult {
     std::uint64_t ctrl_pkts = 0;
 };
 
-/// Sends `messages` WRITEs of `msg_bytes` with `depth` outstanding, spread
+/// Runs `messages` operations of `msg_bytes` with `depth` outstanding, spread
 /// over the pairs (workers: one QP per shard, every shard driven by this
-/// one thread in turn, each pass).
-RunResult run(std::vector<std::unique_ptr<Pair>>& pairs, std::size_t msg_bytes, std::size_t messages, std::size_t depth) {
+/// one thread in turn, each pass). The data packets are counted where they
+/// are received: at e[1] for WRITE and SEND, at e[0] (the requester) for READ.
+RunResult run(std::vector<std::unique_ptr<Pair>>& pairs, Op op, std::size_t msg_bytes, std::size_t messages,
+              std::size_t depth) {
     struct Side {
         std::size_t posted = 0, completed = 0, messages = 0, depth = 0;
+        std::size_t recv_posted = 0, recv_completed = 0;  ///< SEND: receives at e[1]
         std::uint64_t rx_before = 0, ctrl_before = 0;
         core::SendRequest r;
+        core::RecvRequest rr;
     };
+    const int data_rx = op == Op::read ? 0 : 1;  // the engine that receives the data packets
     // One wire each way for every pair: a pair's pass empties it before the next one's.
     Wire ab(pairs.front()->src.data(), pairs.front()->src.size()), ba(pairs.front()->src.data(), pairs.front()->src.size());
     std::vector<std::unique_ptr<Side>> sides;
@@ -185,12 +218,28 @@ RunResult run(std::vector<std::unique_ptr<Pair>>& pairs, std::size_t msg_bytes, 
         auto s = std::make_unique<Side>();
         s->messages = messages / pairs.size() + (i < messages % pairs.size() ? 1 : 0);
         s->depth = std::max<std::size_t>(1, depth / pairs.size());
-        s->rx_before = p.e[1]->stats().rx_frames;
-        s->ctrl_before = p.e[1]->stats().tx_ctrl_frames;
-        s->r.remote_addr = reinterpret_cast<std::uint64_t>(p.sink.bytes().data());
+        s->rx_before = p.e[data_rx]->stats().rx_frames;
+        s->ctrl_before = p.e[data_rx]->stats().tx_ctrl_frames;
         s->r.rkey = 1;
         s->r.sge_count = 1;
-        s->r.sges[0] = {p.src.data(), static_cast<std::uint32_t>(msg_bytes)};
+        switch (op) {
+        case Op::write:
+            s->r.remote_addr = reinterpret_cast<std::uint64_t>(p.sink.bytes().data());
+            s->r.sges[0] = {p.src.data(), static_cast<std::uint32_t>(msg_bytes)};
+            break;
+        case Op::send:
+            s->r.is_send = true;
+            s->r.sges[0] = {p.src.data(), static_cast<std::uint32_t>(msg_bytes)};
+            s->rr.length = static_cast<std::uint32_t>(msg_bytes);
+            s->rr.sge_count = 1;
+            s->rr.sges[0] = {p.sink.bytes().data(), static_cast<std::uint32_t>(msg_bytes), 1};
+            break;
+        case Op::read:
+            s->r.is_read = true;
+            s->r.remote_addr = reinterpret_cast<std::uint64_t>(p.src.data());
+            s->r.sges[0] = {p.sink.bytes().data(), static_cast<std::uint32_t>(msg_bytes), 1};
+            break;
+        }
         sides.push_back(std::move(s));
     }
     std::vector<wire::GatherFrame> tx(Wire::kSlots);
@@ -205,6 +254,12 @@ RunResult run(std::vector<std::unique_ptr<Pair>>& pairs, std::size_t msg_bytes, 
             if (sd.completed >= sd.messages) continue;
             done = false;
             p.now += 100;
+            // SEND: a receive for every message that may be in flight, and a few more.
+            while (op == Op::send && sd.recv_posted < sd.messages && sd.recv_posted - sd.recv_completed < sd.depth + 64) {
+                sd.rr.wr_id = sd.recv_posted;
+                if (p.e[1]->submit(core::CmdPostRecv{p.qpn[1], std::span(&sd.rr, 1)}, p.now).err != 0) break;
+                ++sd.recv_posted;
+            }
             while (sd.posted < sd.messages && sd.posted - sd.completed < sd.depth) {
                 sd.r.wr_id = sd.posted;
                 if (p.e[0]->submit(core::CmdPostSend{p.qpn[0], std::span(&sd.r, 1)}, p.now).err != 0) break;
@@ -227,20 +282,41 @@ RunResult run(std::vector<std::unique_ptr<Pair>>& pairs, std::size_t msg_bytes, 
             std::size_t c = 0;
             while ((c = a.poll_completions(wc)) > 0) {
                 for (std::size_t k = 0; k < c; ++k)
-                    if (wc[k].status != core::WcStatus::success) throw std::runtime_error("WRITE failed");
+                    if (wc[k].status != core::WcStatus::success) throw std::runtime_error("operation failed");
                 sd.completed += c;
+            }
+            while (op == Op::send && (c = b.poll_completions(wc)) > 0) {
+                for (std::size_t k = 0; k < c; ++k)
+                    if (wc[k].status != core::WcStatus::success || wc[k].opcode != core::WcOpcode::recv ||
+                        wc[k].byte_len != msg_bytes)
+                        throw std::runtime_error("receive failed");
+                sd.recv_completed += c;
             }
             moved = moved || n != 0 || m != 0;
         }
-        if (done) break;
+        if (done) {
+            // SEND: every receive completes too (in the same pass as its sender's WR, or soon after).
+            bool recvs_done = true;
+            for (const auto& sd : sides) recvs_done = recvs_done && (op != Op::send || sd->recv_completed == sd->messages);
+            if (recvs_done) break;
+            for (std::size_t i = 0; i < pairs.size(); ++i) {
+                Pair& p = *pairs[i];
+                p.now += 100;
+                std::size_t c = 0;
+                if (p.e[1]->next_wakeup() <= p.now) p.e[1]->on_timer(p.now);
+                while ((c = p.e[1]->poll_completions(wc)) > 0) sides[i]->recv_completed += c;
+            }
+            if (++idle > 1'000'000) throw std::runtime_error("receives not completed");
+            continue;
+        }
         idle = moved ? 0 : idle + 1;
         if (idle > 1'000'000) throw std::runtime_error("no progress");
     }
     RunResult res;
     res.cpu_ns = thread_cpu_ns() - t0;
     for (std::size_t i = 0; i < pairs.size(); ++i) {
-        res.data_pkts += pairs[i]->e[1]->stats().rx_frames - sides[i]->rx_before;
-        res.ctrl_pkts += pairs[i]->e[1]->stats().tx_ctrl_frames - sides[i]->ctrl_before;
+        res.data_pkts += pairs[i]->e[data_rx]->stats().rx_frames - sides[i]->rx_before;
+        res.ctrl_pkts += pairs[i]->e[data_rx]->stats().tx_ctrl_frames - sides[i]->ctrl_before;
     }
     return res;
 }
@@ -264,13 +340,16 @@ double memcpy_ns_per_pkt(Pair& p, std::size_t bytes, std::size_t pkts) {
 /// range(2): positive Transport ACKs sent with every SACK; range(3): workers:
 /// engine shards per side, one QP each, the same messages and outstanding
 /// WRITEs spread over them, all driven by this thread (what a device with
-/// several workers costs per packet when nothing on the hot path is shared).
+/// several workers costs per packet when nothing on the hot path is shared);
+/// range(4): the operation (0 WRITE, 1 SEND, 2 RDMA READ; READs are held to
+/// max_rd_atomic = 16 outstanding whatever the depth).
 void BM_engine_cost(benchmark::State& st) {
     const auto msg = static_cast<std::size_t>(st.range(0));
     const bool icrc = st.range(1) != 0;
     const auto workers = static_cast<std::uint32_t>(std::max<std::int64_t>(1, st.range(3)));
+    const auto op = static_cast<Op>(st.range(4));
     auto src = std::make_shared<std::vector<std::uint8_t>>(std::max<std::size_t>(msg, 64), kPattern);
-    auto sink = std::make_shared<Sink>(std::max<std::size_t>(msg, 64));
+    auto sink = std::make_shared<Sink>(std::max<std::size_t>(msg, 64), *src);
     std::vector<std::unique_ptr<Pair>> pairs;
     for (std::uint32_t w = 0; w < workers; ++w)
         pairs.push_back(std::make_unique<Pair>(src, sink, icrc, st.range(2) != 0, w, core::shard_bits_for(workers)));
@@ -282,7 +361,7 @@ void BM_engine_cost(benchmark::State& st) {
     double memcpy_ns = 0;
     std::size_t runs = 0;
     for (auto _ : st) {
-        const RunResult r = run(pairs, msg, messages, depth);
+        const RunResult r = run(pairs, op, msg, messages, depth);
         total.cpu_ns += r.cpu_ns;
         total.data_pkts += r.data_pkts;
         total.ctrl_pkts += r.ctrl_pkts;
@@ -309,17 +388,21 @@ void BM_engine_cost(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_engine_cost)
-    ->Args({8, 0, 0, 1})
-    ->Args({8, 1, 0, 1})
-    ->Args({1 << 20, 0, 0, 1})
-    ->Args({1 << 20, 1, 0, 1})
-    ->Args({8, 0, 1, 1})
-    ->Args({1 << 20, 0, 1, 1})
-    ->Args({8, 0, 0, 4})
-    ->Args({1 << 20, 0, 0, 4})
-    ->Args({8, 1, 0, 4})
-    ->Args({1 << 20, 1, 0, 4})
-    ->ArgNames({"msg_bytes", "icrc", "transport_acks", "workers"})
+    ->Args({8, 0, 0, 1, 0})
+    ->Args({8, 1, 0, 1, 0})
+    ->Args({1 << 20, 0, 0, 1, 0})
+    ->Args({1 << 20, 1, 0, 1, 0})
+    ->Args({8, 0, 1, 1, 0})
+    ->Args({1 << 20, 0, 1, 1, 0})
+    ->Args({8, 0, 0, 4, 0})
+    ->Args({1 << 20, 0, 0, 4, 0})
+    ->Args({8, 1, 0, 4, 0})
+    ->Args({1 << 20, 1, 0, 4, 0})
+    ->Args({8, 0, 0, 1, 1})
+    ->Args({1 << 20, 0, 0, 1, 1})
+    ->Args({8, 0, 0, 1, 2})
+    ->Args({1 << 20, 0, 0, 1, 2})
+    ->ArgNames({"msg_bytes", "icrc", "transport_acks", "workers", "op"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_MAIN();
