@@ -138,6 +138,24 @@ struct Pair {
         REQUIRE(src_mr != nullptr);
     }
     std::uint64_t dst_addr(std::size_t off = 0) { return reinterpret_cast<std::uint64_t>(dst.mid()) + off; }
+    /// Side i tears everything down, children first (QP, its MR, CQ, PD, device).
+    void destroy(int i) {
+        qp[i].reset();
+        (i == 0 ? src_mr : dst_mr).reset();
+        cq[i].reset();
+        pd[i].reset();
+        dev[i].reset();
+    }
+    /// Runs side i alone until its CQ has given `n` completions (or 1 s of virtual time).
+    std::vector<Wc> run_alone(int i, std::size_t n) {
+        std::vector<Wc> wcs;
+        net.run({dev[i].get()}, [&] {
+            auto w = drain(*cq[i]);
+            wcs.insert(wcs.end(), w.begin(), w.end());
+            return wcs.size() >= n;
+        }, 1'000'000'000);
+        return wcs;
+    }
     bool run(const std::function<bool()>& done, std::uint64_t budget_ns = 1'000'000'000) {
         return net.run({dev[0].get(), dev[1].get()}, done, budget_ns);
     }
@@ -375,12 +393,7 @@ TEST_CASE("row 24: destroy QP, CQ and PD while the peer still sends", "[fault]")
     for (std::size_t i = 0; i < 16; ++i)
         REQUIRE(p.write(i, i * (256 << 10), 256 << 10, p.dst_addr(i * (256 << 10)), p.dst_mr->rkey()) == 0);
     REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
-    // The receiver tears everything down mid-transfer, children first.
-    p.qp[1].reset();
-    p.dst_mr.reset();
-    p.cq[1].reset();
-    p.pd[1].reset();
-    p.dev[1].reset();
+    p.destroy(1);  // the receiver tears everything down mid-transfer, children first
     std::vector<Wc> wcs;
     const bool finished = p.net.run({p.dev[0].get()}, [&] {
         auto w = drain(*p.cq[0]);
@@ -517,18 +530,9 @@ TEST_CASE("row 24 (SEND): destroy QP, CQ and PD while the peer still sends", "[f
         REQUIRE(p.send(i, i * msg, msg) == 0);
     }
     REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
-    // The receiver tears everything down mid-transfer, receives still posted.
-    p.qp[1].reset();
-    p.dst_mr.reset();
-    p.cq[1].reset();
-    p.pd[1].reset();
-    p.dev[1].reset();
-    std::vector<Wc> wcs;
-    REQUIRE(p.net.run({p.dev[0].get()}, [&] {
-        auto w = drain(*p.cq[0]);
-        wcs.insert(wcs.end(), w.begin(), w.end());
-        return wcs.size() == msgs;
-    }, 1'000'000'000));
+    p.destroy(1);  // the receiver tears everything down mid-transfer, receives still posted
+    const auto wcs = p.run_alone(0, msgs);
+    REQUIRE(wcs.size() == msgs);
     check_one_error_then_flushed(wcs, WcStatus::retry_exc_err);
     CHECK(p.qp[0]->state() == QpState::err);
 }
@@ -539,40 +543,22 @@ TEST_CASE("row 24 (READ): destroy the responder's objects while READs are in fli
     base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
     base.timeout_ns = 1'000'000;
     base.retry_cnt = 2;
+    const std::uint64_t seed = 2444;
+    CAPTURE(seed);
+    Pair p(msgs * msg, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
+    p.allow_remote_read();
+    for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
+    REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
     SECTION("the responder goes: the requester's READs end by the retry budget") {
-        const std::uint64_t seed = 2444;
-        CAPTURE(seed);
-        Pair p(msgs * msg, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
-        p.allow_remote_read();
-        for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
-        REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
-        p.qp[0].reset();
-        p.src_mr.reset();
-        p.cq[0].reset();
-        p.pd[0].reset();
-        p.dev[0].reset();
-        std::vector<Wc> wcs;
-        REQUIRE(p.net.run({p.dev[1].get()}, [&] {
-            auto w = drain(*p.cq[1]);
-            wcs.insert(wcs.end(), w.begin(), w.end());
-            return wcs.size() == msgs;
-        }, 1'000'000'000));
+        p.destroy(0);
+        const auto wcs = p.run_alone(1, msgs);
+        REQUIRE(wcs.size() == msgs);
         check_one_error_then_flushed(wcs, WcStatus::retry_exc_err);
         CHECK(p.qp[1]->state() == QpState::err);
         CHECK(p.dst.guards_intact());
     }
     SECTION("the requester goes: the responder's answers fall on nothing, and it stays usable") {
-        const std::uint64_t seed = 2454;
-        CAPTURE(seed);
-        Pair p(msgs * msg, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
-        p.allow_remote_read();
-        for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
-        REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
-        p.qp[1].reset();
-        p.dst_mr.reset();
-        p.cq[1].reset();
-        p.pd[1].reset();
-        p.dev[1].reset();
+        p.destroy(1);
         // The responder keeps running with its answers half sent: nothing to
         // complete on its side, no crash, no leak (ASan/LSan in the sanitizer build).
         p.net.run({p.dev[0].get()}, [] { return false; }, 20'000'000);
