@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -38,6 +39,10 @@
 namespace omrc::dpdk {
 
 namespace {
+
+/// A port control call: net_memif's on the interrupt thread, where the PMD
+/// keeps its control channel (eal.hpp, on_interrupt_thread); any other here.
+int control_call(bool memif, const std::function<int()>& call) { return memif ? on_interrupt_thread(call) : call(); }
 
 /// Receive buffers: the largest frame (SRv6 data headers, 4096 B of payload, tail) with margin.
 constexpr std::uint16_t kFrameRoom = 4608;
@@ -148,10 +153,8 @@ int DpdkPorts::open(const DpdkOptions& o, std::shared_ptr<DpdkPorts>& out, std::
         const std::string name = v.substr(0, v.find(','));
         std::uint16_t existing = 0;
         if (rte_eth_dev_get_port_by_name(name.c_str(), &existing) == 0) continue;
-        // (memif's probe opens its socket and registers on the interrupt thread: run it there.)
-        const bool memif = name.rfind("net_memif", 0) == 0;
-        const int e = memif ? on_interrupt_thread([&] { return rte_dev_probe(v.c_str()); }) : rte_dev_probe(v.c_str());
-        if (e != 0) {
+        // (memif's probe opens its socket and registers on the interrupt thread.)
+        if (const int e = control_call(name.rfind("net_memif", 0) == 0, [&] { return rte_dev_probe(v.c_str()); }); e != 0) {
             error = fmt::format("vdev {}: {}", v, rte_strerror(-e));
             return -e;
         }
@@ -285,8 +288,7 @@ int DpdkPorts::open_port(const std::string& spec, std::string& error) {
 }
 
 int DpdkPorts::configure_port(Port& port, bool rss, std::string& error) {
-    if (!port.shared_memory) return configure_port_here(port, rss, error);
-    return on_interrupt_thread([&] { return configure_port_here(port, rss, error); });
+    return control_call(port.shared_memory, [&] { return configure_port_here(port, rss, error); });
 }
 
 int DpdkPorts::configure_port_here(Port& port, bool rss, std::string& error) {
@@ -356,8 +358,7 @@ void DpdkPorts::close() {
                 std::this_thread::yield();
             }
         remove_flows(*p);
-        if (p->shared_memory) (void)on_interrupt_thread([id = p->id] { return rte_eth_dev_stop(id); });
-        else (void)rte_eth_dev_stop(p->id);
+        (void)control_call(p->shared_memory, [id = p->id] { return rte_eth_dev_stop(id); });
         std::lock_guard lock(ports_mutex);
         ports_in_use.erase(p->id);
     }

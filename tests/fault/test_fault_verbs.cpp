@@ -132,6 +132,12 @@ struct Pair {
         w.rkey = src_mr->rkey();
         return qp[1]->post_send(w);
     }
+    /// Random loss at `rate` on everything A sends to B.
+    void lose_a_to_b(double rate) {
+        loopback::Impairment lossy;
+        lossy.loss.rate = rate;
+        net.fabric.set_impairment(0, 1, lossy);
+    }
     /// A's source MR registered again with REMOTE_READ (B's READs name it).
     void allow_remote_read() {
         src_mr = pd[0]->reg_mr(src.data(), src.size(), AccessFlags::local_write | AccessFlags::remote_read);
@@ -162,6 +168,13 @@ struct Pair {
     /// Receiver engine counters from stats_json().
     nlohmann::json rx_engine() const { return nlohmann::json::parse(dev[1]->stats_json())["engine"]; }
 };
+
+/// QP attributes of the READ cases: both QPs allow REMOTE_READ.
+QpAttr read_attr() {
+    QpAttr a;
+    a.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    return a;
+}
 
 /// Completions of `cq` until `n` have come (or the budget ends), in order.
 std::vector<Wc> collect(Pair& p, Cq& cq, std::size_t n, std::uint64_t budget_ns = 2'000'000'000) {
@@ -318,9 +331,7 @@ TEST_CASE("row 17: deregister an MR while WRITEs and retransmits to it are in fl
     CAPTURE(seed);
     const std::size_t n = 8u << 20;
     Pair p(n, seed);
-    loopback::Impairment lossy;
-    lossy.loss.rate = 0.05;  // keeps retransmissions in flight
-    p.net.fabric.set_impairment(0, 1, lossy);
+    p.lose_a_to_b(0.05);  // keeps retransmissions in flight
     for (std::size_t i = 0; i < n / (256 << 10); ++i)
         REQUIRE(p.write(i, i * (256 << 10), 256 << 10, p.dst_addr(i * (256 << 10)), p.dst_mr->rkey()) == 0);
     // Run until part of the data has landed, then deregister at the receiver.
@@ -416,9 +427,7 @@ TEST_CASE("row 17 (SEND): deregister the receives' MR while SENDs and retransmit
     CAPTURE(seed);
     const std::size_t n = 8u << 20, msg = 256 << 10, msgs = n / msg;
     Pair p(n, seed);
-    loopback::Impairment lossy;
-    lossy.loss.rate = 0.05;  // keeps retransmissions in flight
-    p.net.fabric.set_impairment(0, 1, lossy);
+    p.lose_a_to_b(0.05);  // keeps retransmissions in flight
     for (std::size_t i = 0; i < msgs; ++i) {
         REQUIRE(p.recv(100 + i, i * msg, msg) == 0);
         REQUIRE(p.send(i, i * msg, msg) == 0);
@@ -454,13 +463,10 @@ TEST_CASE("row 17 (READ): deregister the READs' destination MR while answers are
     const std::uint64_t seed = 1737;
     CAPTURE(seed);
     const std::size_t n = 8u << 20, msg = 256 << 10, msgs = n / msg;
-    QpAttr base;
-    base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    const QpAttr base = read_attr();
     Pair p(n, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
     p.allow_remote_read();
-    loopback::Impairment lossy;
-    lossy.loss.rate = 0.05;  // the answers (A → B) are lost and asked for again
-    p.net.fabric.set_impairment(0, 1, lossy);
+    p.lose_a_to_b(0.05);  // the answers (A → B) are lost and asked for again
     for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
     REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
     p.run([] { return false; }, 20'000);
@@ -484,15 +490,12 @@ TEST_CASE("row 17 (READ): deregister the MR being read while READs of it are in 
     const std::uint64_t seed = 1747;
     CAPTURE(seed);
     const std::size_t n = 8u << 20, msg = 256 << 10, msgs = n / msg;
-    QpAttr base;
-    base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    QpAttr base = read_attr();
     base.timeout_ns = 1'000'000;
     base.retry_cnt = 2;
     Pair p(n, seed, AccessFlags::local_write, AccessFlags::local_write | AccessFlags::remote_write, base);
     p.allow_remote_read();
-    loopback::Impairment lossy;
-    lossy.loss.rate = 0.05;
-    p.net.fabric.set_impairment(0, 1, lossy);
+    p.lose_a_to_b(0.05);
     for (std::size_t i = 0; i < msgs; ++i) REQUIRE(p.read(i, i * msg, msg) == 0);
     REQUIRE(p.run([&] { return !p.dst.all_equal(0); }, 10'000'000));
     p.run([] { return false; }, 20'000);
@@ -539,8 +542,7 @@ TEST_CASE("row 24 (SEND): destroy QP, CQ and PD while the peer still sends", "[f
 
 TEST_CASE("row 24 (READ): destroy the responder's objects while READs are in flight, or the requester's while answers are", "[fault]") {
     const std::size_t msg = 256 << 10, msgs = 16;
-    QpAttr base;
-    base.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    QpAttr base = read_attr();
     base.timeout_ns = 1'000'000;
     base.retry_cnt = 2;
     const std::uint64_t seed = 2444;
