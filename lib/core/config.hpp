@@ -201,6 +201,10 @@ struct QpCaps {
     std::uint32_t max_send_sge = 4;   ///< ≤ wire::GatherFrame::kMaxSegments
     std::uint32_t max_recv_sge = 1;
     std::uint32_t max_inline_data = 256;
+    /// A shared receive queue of the same engine (CmdCreateSrq) that the
+    /// QP's messages take their receives from instead of a receive queue of
+    /// its own (max_recv_wr is then ignored); 0: none.
+    std::uint32_t srqn = 0;
 };
 
 /// The most RDMA READs a QP has in flight as requester, and answers at once

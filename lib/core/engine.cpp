@@ -101,6 +101,10 @@ SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
             else if constexpr (std::is_same_v<T, CmdLinkChange>) return link_change(c, now);
             else if constexpr (std::is_same_v<T, CmdProbeEv>) return probe_ev(c, now);
             else if constexpr (std::is_same_v<T, CmdDenyEv>) return deny_ev(c);
+            else if constexpr (std::is_same_v<T, CmdCreateSrq>) return create_srq(c);
+            else if constexpr (std::is_same_v<T, CmdModifySrq>) return modify_srq(c);
+            else if constexpr (std::is_same_v<T, CmdDestroySrq>) return destroy_srq(c);
+            else if constexpr (std::is_same_v<T, CmdPostSrqRecv>) return post_srq_recv(c);
             else static_assert(kUnhandledCommand<T>, "Engine::submit: a Command alternative has no branch");
         },
         cmd);
@@ -144,6 +148,8 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     if (c.caps.max_send_wr == 0 || c.caps.max_send_wr > 65536 || c.caps.max_recv_wr > 65536 ||
         c.caps.max_send_sge > kMaxSge || c.caps.max_inline_data > 4096)
         return {EINVAL};
+    Srq* srq = nullptr;
+    if (c.caps.srqn != 0 && (srq = srq_by_num(c.caps.srqn)) == nullptr) return {EINVAL};
     auto slot = std::find(qps_.begin(), qps_.end(), nullptr);
     if (slot == qps_.end()) return {ENOMEM};
     auto qp = std::make_unique<Qp>();
@@ -158,6 +164,8 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
     // part in our connection setup fills the same values.
     qp->conn_id = conn_id_of(qp->qpn);
     qp->caps = c.caps;
+    qp->srq = srq;
+    if (srq != nullptr) ++srq->qps;
     qp->sq.resize(c.caps.max_send_wr + kMaxRdAtomic);  // room for READ responses beyond the WRs
     const std::uint32_t qpn = qp->qpn;
     credit_sched_.forget(index);  // an earlier QP of this slot's
@@ -169,6 +177,7 @@ SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {
 SubmitResult Engine::destroy_qp(const CmdDestroyQp& c) {
     Qp* qp = qp_by_num(c.qpn);
     if (qp == nullptr) return {EINVAL};
+    if (qp->srq != nullptr) --qp->srq->qps;
     std::erase(live_, qp);
     std::erase(tx_active_, qp);
     std::erase(ack_list_, qp);
@@ -422,7 +431,7 @@ SubmitResult Engine::post_send(const CmdPostSend& c, TimeNs now) {
 
 SubmitResult Engine::post_recv(const CmdPostRecv& c) {
     Qp* qp = qp_by_num(c.qpn);
-    if (qp == nullptr) return {EINVAL, 0, 0};
+    if (qp == nullptr || qp->srq != nullptr) return {EINVAL, 0, 0};  // a QP with an SRQ has no receive queue
     for (std::size_t i = 0; i < c.wrs.size(); ++i) {
         if (qp->state == QpState::reset) return {EINVAL, 0, i};
         if (qp->rq.size() >= qp->caps.max_recv_wr) return {ENOMEM, 0, i};

@@ -48,13 +48,25 @@ struct CmdDenyEv { std::uint32_t qpn = 0; std::uint32_t ev = 0; };
 /// `ev`: the answer (EETH) measures that path's round trip
 /// (QpStats::ev_probe_answers, last_ev_probe_rtt_ns).
 struct CmdProbeEv { std::uint32_t qpn = 0; std::uint32_t ev = 0; };
+/// Shared receive queues (core/srq.hpp). create: max_wr 1..65536, limit ≤
+/// max_wr (0: disarmed); the new SRQ's number in SubmitResult::srqn.
+struct CmdCreateSrq { std::uint32_t pd = 0; std::uint32_t max_wr = 0; std::uint32_t limit = 0; };
+/// modify (IBV_SRQ_MAX_WR, IBV_SRQ_LIMIT): max_wr may grow, or shrink to no
+/// fewer than it holds; limit ≤ max_wr arms the limit event (0 disarms).
+inline constexpr std::uint32_t kSrqAttrMaxWr = 1u << 0;
+inline constexpr std::uint32_t kSrqAttrLimit = 1u << 1;
+struct CmdModifySrq { std::uint32_t srqn = 0; std::uint32_t mask = 0; std::uint32_t max_wr = 0; std::uint32_t limit = 0; };
+/// EBUSY while QPs use it; its receives not taken go with it, uncompleted (ibverbs).
+struct CmdDestroySrq { std::uint32_t srqn = 0; };
+struct CmdPostSrqRecv { std::uint32_t srqn = 0; std::span<const RecvRequest> wrs{}; };
 using Command = std::variant<CmdCreateQp, CmdModifyQp, CmdDestroyQp, CmdPostSend, CmdPostRecv, CmdLinkChange, CmdDenyEv,
-                             CmdProbeEv>;
+                             CmdProbeEv, CmdCreateSrq, CmdModifySrq, CmdDestroySrq, CmdPostSrqRecv>;
 
 struct SubmitResult {
     int err = kOk;               ///< errno value
     std::uint32_t qpn = 0;       ///< CmdCreateQp: the new QP
     std::size_t bad_index = 0;   ///< post commands: first WR not accepted when err != 0
+    std::uint32_t srqn = 0;      ///< CmdCreateSrq: the new SRQ
 };
 
 /// What out-of-band connection setup needs to know about a local QP.
@@ -94,6 +106,8 @@ public:
     [[nodiscard]] const EngineStats& stats() const noexcept { return stats_; }
     [[nodiscard]] const Qp* find_qp(std::uint32_t qpn) const noexcept;
     [[nodiscard]] QpInfo qp_info(std::uint32_t qpn) const noexcept;
+    /// A live SRQ by number, or null.
+    [[nodiscard]] const Srq* find_srq(std::uint32_t srqn) const noexcept;
     [[nodiscard]] const EngineConfig& config() const noexcept { return cfg_; }
     /// Local ports (planes) that are up, bit p = plane p.
     [[nodiscard]] std::uint32_t local_plane_mask() const noexcept { return local_up_; }
@@ -112,6 +126,20 @@ private:
     /// Builds the sender's transmit ring and EV set on a QP's first post.
     void ensure_sender(Qp& qp);
     SubmitResult post_recv(const CmdPostRecv& c);
+    // engine_srq.cpp: shared receive queues
+    SubmitResult create_srq(const CmdCreateSrq& c);
+    SubmitResult modify_srq(const CmdModifySrq& c);
+    SubmitResult destroy_srq(const CmdDestroySrq& c);
+    SubmitResult post_srq_recv(const CmdPostSrqRecv& c);
+    Srq* srq_by_num(std::uint32_t srqn) noexcept;
+    /// Makes qp.rq hold at least `need` receives, taking the missing ones
+    /// from the QP's SRQ (all or none, oldest first); false when it cannot
+    /// (no SRQ, or too few posted). Raises the SRQ's limit event when due.
+    bool bind_receives(Qp& qp, std::size_t need);
+    /// Whether a receive is there for the QP's next message (its own or its SRQ's).
+    [[nodiscard]] static bool receive_ready(const Qp& qp) noexcept {
+        return !qp.rq.empty() || (qp.srq != nullptr && !qp.srq->wrs.empty());
+    }
     SubmitResult link_change(const CmdLinkChange& c, TimeNs now);
     /// Operator denial of an EV (CmdDenyEv): it leaves the QP's active set for good.
     SubmitResult deny_ev(const CmdDenyEv& c);
@@ -325,6 +353,7 @@ private:
     EngineStats stats_{};
     std::vector<std::unique_ptr<Qp>> qps_;   ///< index = qpn & 0xFFF
     std::vector<Qp*> live_;                  ///< every existing QP, for loops that must not scan empty slots
+    std::vector<std::unique_ptr<Srq>> srqs_; ///< index = srqn - 1 (null: free)
     std::uint32_t qpn_generation_ = 1;       ///< 1 .. 2^(12 - shard_bits) - 1
     std::uint32_t tx_cursor_ = 0;            ///< round-robin over tx_active_ in poll_tx
     std::vector<Qp*> tx_active_;             ///< QPs with something to send (Qp::tx_listed)

@@ -129,7 +129,7 @@ void Engine::fill_sack(Qp& qp, wire::FrameSpec& s) {
     // Ask for a smaller window while the application keeps WRITE_WITH_IMM
     // completions waiting for receives: it is not keeping up.
     const std::size_t waiting = qp.imms.size();
-    s.cc.penalty = waiting == 0 || !qp.rq.empty() ? 0 : static_cast<std::uint8_t>(std::min<std::size_t>(127, 16 * waiting));
+    s.cc.penalty = waiting == 0 || receive_ready(qp) ? 0 : static_cast<std::uint8_t>(std::min<std::size_t>(127, 16 * waiting));
 }
 
 void Engine::send_sack(Qp& qp, TimeNs now, bool grant_only, bool rotate) {
@@ -351,7 +351,15 @@ bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
         drop(DropReason::bad_length);  // an offset past the message, or a receive consumed long ago
         return false;
     }
-    if (k >= qp.rq.size()) {
+    // Every message before this one that has no completion yet either has a
+    // packet in the receive window or waits, placed, for its receive: a
+    // peer naming a message further ahead would make us bind SRQ receives
+    // (which other QPs could use) to messages that cannot exist.
+    if (qp.srq != nullptr && k > qp.rcv_window + qp.imms.size()) {
+        drop(DropReason::bad_length);
+        return false;
+    }
+    if (!bind_receives(qp, std::size_t{k} + 1)) {
         // Receiver not ready (IBTA RNR): nothing is placed or acknowledged;
         // the sender waits the time the NAK carries and sends it again.
         drop(DropReason::rnr);
@@ -389,7 +397,7 @@ bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
         }
         const std::uint32_t take = std::min(sge.len - skip, len - done);
         const PlaceStatus ps =
-            memory_ ? memory_->place_local(qp.attr.pd, sge.lkey, sge.addr == nullptr ? nullptr : sge.addr + skip,
+            memory_ ? memory_->place_local(qp.srq != nullptr ? qp.srq->pd : qp.attr.pd, sge.lkey, sge.addr == nullptr ? nullptr : sge.addr + skip,
                                            f.payload.subspan(done, take))
                     : PlaceStatus::ok;
         if (ps != PlaceStatus::ok) {
@@ -561,7 +569,7 @@ void Engine::deliver_imms(Qp& qp) {
     // A receive completes only when every PSN up to its message's last
     // packet — all of this message and of every earlier one — has been placed.
     while (!qp.imms.empty() && psn_diff(qp.imms.front().last_psn, qp.rcv_cack) <= 0) {
-        if (qp.rq.empty()) {
+        if (!bind_receives(qp, 1)) {
             // Documented behaviour: the data is placed and acknowledged; the
             // completion waits for a receive to be posted.
             if (!qp.imms.front().counted_waiting) {

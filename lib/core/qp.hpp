@@ -17,6 +17,7 @@
 #include "core/paths.hpp"
 #include "core/ring.hpp"
 #include "core/rtt_estimator.hpp"
+#include "core/srq.hpp"
 #include "core/stats.hpp"
 #include "core/types.hpp"
 #include "routing/fabric.hpp"
@@ -245,7 +246,10 @@ struct Qp {
     std::uint32_t rcv_highest = 0;     ///< highest PSN received beyond rcv_cack (valid while rcv_ooo > 0)
     std::uint16_t sack_followups = 0;  ///< timer SACKs left for the sweep since the last arrival (engine_rx.cpp send_sack)
     Ring<PendingImm> imms;          ///< ordered by last_psn
-    Ring<RecvRequest> rq;           ///< posted receives; rq[k] takes RQMSN rq_consumed + k
+    /// Posted receives (or, with an SRQ, those taken from it for messages
+    /// not yet completed); rq[k] takes RQMSN rq_consumed + k.
+    Ring<RecvRequest> rq;
+    Srq* srq = nullptr;             ///< the SRQ its receives come from (caps.srqn), or null
     std::uint16_t rq_consumed = 0;  ///< receives consumed so far (mod 2^16): the RQMSN rq.front() takes
 
     // ---- engine bookkeeping ----

@@ -32,7 +32,17 @@ enum class WcStatus : std::uint8_t {
 };
 
 /// Completion opcode, numbered as ibverbs' ibv_wc_opcode.
-enum class WcOpcode : std::uint8_t { send = 0, rdma_write = 1, rdma_read = 2, recv = 128, recv_rdma_with_imm = 129 };
+/// srq_limit_reached is no work completion: an SRQ's limit event (wr_id =
+/// the SRQ's number, qpn = 0), carried with the completions so that it
+/// reaches the verbs layer's async events by the same path.
+enum class WcOpcode : std::uint8_t {
+    send = 0,
+    rdma_write = 1,
+    rdma_read = 2,
+    recv = 128,
+    recv_rdma_with_imm = 129,
+    srq_limit_reached = 255,
+};
 
 struct Completion {
     std::uint64_t wr_id = 0;
