@@ -299,16 +299,46 @@ struct QpCap {
 };
 
 class Cq;
+class Srq;
 
-/// ibv_qp_init_attr. The CQs are not owned and must outlive the QP.
+/// ibv_qp_init_attr. The CQs (and the SRQ) are not owned and must outlive the QP.
 struct QpInitAttr {
     Cq* send_cq = nullptr;
     Cq* recv_cq = nullptr;
+    /// A shared receive queue of the same device the QP's incoming SENDs and
+    /// WRITE_WITH_IMMs take their receives from (null: a receive queue of
+    /// its own; with one, cap.max_recv_wr and max_recv_sge are ignored and
+    /// Qp::post_recv answers EINVAL). The QP lives on the SRQ's worker
+    /// (`worker` must be -1 or that worker).
+    Srq* srq = nullptr;
     QpCap cap{};
     bool sq_sig_all = false;  ///< every send WR is signalled, whatever its flags
     /// The worker that owns the QP (DeviceOptions::workers): 0..workers-1,
     /// or -1 to place QPs on the workers in turn. Its QPN names it.
     int worker = -1;
+};
+
+/// ibv_srq_attr: an SRQ's sizes and its limit.
+struct SrqAttr {
+    std::uint32_t max_wr = 256;   ///< 1..65536 posted receives it holds
+    std::uint32_t max_sge = 1;    ///< 1..kMaxSge SGEs per receive
+    /// Armed while non-zero (≤ max_wr): when the SRQ's taking leaves fewer
+    /// receives than this, the device raises one AsyncEventType::srq_limit_reached
+    /// and sets it back to 0 (IBTA). Set again with Srq::modify.
+    std::uint32_t srq_limit = 0;
+};
+
+/// Srq::modify mask bits, ibverbs' values (IBV_SRQ_MAX_WR, IBV_SRQ_LIMIT).
+struct SrqAttrMask {
+    enum : std::uint32_t { max_wr = 1u << 0, limit = 1u << 1 };
+};
+
+/// Device::poll_async_events: ibv_event_type's values where one exists.
+enum class AsyncEventType : std::uint8_t { srq_limit_reached = 15 };
+
+struct AsyncEvent {
+    AsyncEventType type = AsyncEventType::srq_limit_reached;
+    Srq* srq = nullptr;  ///< srq_limit_reached: which
 };
 
 using Ipv6Addr = std::array<std::uint8_t, 16>;
@@ -596,6 +626,13 @@ public:
     /// snapshot taken on the owning thread.
     [[nodiscard]] std::string stats_json() const;
 
+    /// Affiliated asynchronous events (ibv_get_async_event's), oldest first:
+    /// moves up to out.size() of them into `out` and returns how many. They
+    /// are raised by progress() (with worker threads, when it or a CQ's
+    /// poll collects what the workers did); events naming an Srq not yet
+    /// polled are dropped when it is destroyed.
+    std::size_t poll_async_events(std::span<AsyncEvent> out);
+
 private:
     explicit Device(std::unique_ptr<detail::DeviceCore> core);
     friend class Pd;
@@ -619,6 +656,11 @@ public:
     /// err: EINVAL (missing CQ, CQ of another device, cap out of range),
     /// ENOMEM (max_qps reached).
     std::unique_ptr<Qp> create_qp(const QpInitAttr& attr, int* err = nullptr);
+    /// A shared receive queue on `worker` (0..workers-1, or -1: the workers
+    /// in turn); the QPs that use it live there too. err: EINVAL (max_wr
+    /// 0 or above 65536, max_sge 0 or above kMaxSge, srq_limit above max_wr,
+    /// bad worker).
+    std::unique_ptr<Srq> create_srq(const SrqAttr& attr, int* err = nullptr, int worker = -1);
 
     [[nodiscard]] std::uint32_t handle() const noexcept { return handle_; }
 
@@ -626,10 +668,11 @@ private:
     friend class Device;
     friend class Mr;
     friend class Qp;
+    friend class Srq;
     Pd(detail::DeviceCore* core, std::uint32_t handle) : core_(core), handle_(handle) {}
     detail::DeviceCore* core_;
     std::uint32_t handle_;
-    std::uint32_t children_ = 0;  ///< live Mr + Qp
+    std::uint32_t children_ = 0;  ///< live Mr + Qp + Srq
 };
 
 /// A memory registration. lkey and rkey are random 32-bit values, distinct
@@ -712,6 +755,50 @@ private:
     std::uint32_t qps_ = 0;               ///< live QPs using this CQ
 };
 
+/// A shared receive queue (ibv_srq): receives any QP created with it may
+/// take, in posting order. Each QP still takes them in its own message
+/// order: the first packet to arrive of a QP's message takes the SRQ's
+/// oldest receives for it and for every earlier message of that QP that has
+/// none yet (docs/IBVERBS.md, "SRQ").
+class Srq {
+public:
+    /// Aborts if a QP still uses it. Receives never taken are dropped
+    /// without completion (ibv_destroy_srq).
+    ~Srq();
+    Srq(const Srq&) = delete;
+    Srq& operator=(const Srq&) = delete;
+
+    /// Posts receives in order. Errors as Qp::post_recv: EINVAL (more than
+    /// max_sge SGEs, an SGE outside a live LOCAL_WRITE MR of this SRQ's PD),
+    /// ENOMEM (max_wr posted and not taken); *bad_wr names the first WR not
+    /// posted.
+    int post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr = nullptr);
+    int post_recv(const RecvWr& wr) { return post_recv(std::span<const RecvWr>(&wr, 1)); }
+    /// ibv_modify_srq: SrqAttrMask::max_wr resizes (never below what it
+    /// holds: EINVAL), SrqAttrMask::limit arms (non-zero, ≤ max_wr) or
+    /// disarms (0) the limit event. 0 or EINVAL.
+    int modify(const SrqAttr& attr, std::uint32_t mask);
+    /// ibv_query_srq: max_wr, max_sge and the limit now (0 once it fired).
+    [[nodiscard]] SrqAttr query() const;
+    /// Receives posted and not yet taken.
+    [[nodiscard]] std::uint32_t size() const;
+    [[nodiscard]] std::uint32_t worker() const noexcept { return worker_; }
+    /// The engine's SRQ number on its worker (unique with worker()).
+    [[nodiscard]] std::uint32_t srq_num() const noexcept { return srqn_; }
+
+private:
+    friend class Pd;
+    friend class Qp;
+    friend struct detail::DeviceCore;
+    Srq() = default;
+    detail::DeviceCore* core_ = nullptr;
+    Pd* pd_ = nullptr;
+    std::uint32_t srqn_ = 0;
+    std::uint32_t worker_ = 0;
+    std::uint32_t max_sge_ = 1;
+    std::uint32_t qps_ = 0;  ///< live QPs using it
+};
+
 /// A reliable-connected queue pair driven by the multipath engine.
 class Qp {
 public:
@@ -764,6 +851,7 @@ private:
     Pd* pd_ = nullptr;
     Cq* send_cq_ = nullptr;
     Cq* recv_cq_ = nullptr;
+    Srq* srq_ = nullptr;
     std::uint32_t qpn_ = 0;
     std::uint16_t conn_id_ = 0;
     QpCap cap_{};

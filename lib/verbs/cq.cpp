@@ -51,6 +51,11 @@ int Cq::resize(int cqe) {
 }
 
 void detail::DeviceCore::route_completion(const core::Completion& c) {
+    if (c.opcode == core::WcOpcode::srq_limit_reached) {
+        const auto s = srqs.find(srq_key(c.qpn, static_cast<std::uint32_t>(c.wr_id)));
+        if (s != srqs.end()) async_events.push_back({AsyncEventType::srq_limit_reached, s->second});
+        return;
+    }
     auto it = qps.find(c.qpn);
     if (it == qps.end()) {
         ++completions_orphaned;

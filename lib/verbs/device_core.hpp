@@ -103,6 +103,12 @@ struct DeviceCore {
     std::uint32_t next_worker = 0;               ///< round-robin QP placement
 
     std::unordered_map<std::uint32_t, Qp*> qps;  ///< live QPs by QPN
+    /// Live SRQs by srq_key(worker, engine SRQ number), for their limit events.
+    std::unordered_map<std::uint64_t, Srq*> srqs;
+    std::deque<AsyncEvent> async_events;         ///< raised, not yet polled (Device::poll_async_events)
+    [[nodiscard]] static std::uint64_t srq_key(std::uint32_t worker, std::uint32_t srqn) noexcept {
+        return (std::uint64_t{worker} << 32) | srqn;
+    }
     std::vector<const Cq*> cqs;                  ///< live CQs (stats)
     std::uint32_t next_pd = 1;
     std::uint32_t children = 0;                  ///< live Pd + Cq
@@ -124,7 +130,9 @@ struct DeviceCore {
 
     [[nodiscard]] std::uint64_t now() const { return clock(); }
     [[nodiscard]] Worker& worker_of(const Qp& qp) const;
-    /// Routes one engine completion to its QP's send or receive CQ (program thread).
+    /// Routes one engine completion to its QP's send or receive CQ (program
+    /// thread); an SRQ limit event (core::WcOpcode::srq_limit_reached, its
+    /// qpn set to the worker's index by Worker::on_completion) to async_events.
     void route_completion(const core::Completion& c);
     /// Threaded: moves what the workers completed to the CQs. Returns how many.
     std::size_t collect();

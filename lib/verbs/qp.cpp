@@ -63,7 +63,9 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
     detail::DeviceCore& d = *core_;
     if (attr.send_cq == nullptr || attr.recv_cq == nullptr || attr.send_cq->core_ != core_ ||
         attr.recv_cq->core_ != core_ || attr.cap.max_send_sge > kMaxSge || attr.cap.max_recv_sge > kMaxSge ||
-        attr.worker < -1 || attr.worker >= static_cast<int>(d.workers.size())) {
+        attr.worker < -1 || attr.worker >= static_cast<int>(d.workers.size()) ||
+        (attr.srq != nullptr && (attr.srq->core_ != core_ ||
+                                 (attr.worker >= 0 && static_cast<std::uint32_t>(attr.worker) != attr.srq->worker_)))) {
         set_err(err, EINVAL);
         return nullptr;
     }
@@ -73,9 +75,15 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
     caps.max_send_sge = attr.cap.max_send_sge;
     caps.max_recv_sge = attr.cap.max_recv_sge;
     caps.max_inline_data = attr.cap.max_inline_data;
-    // Placed on the worker asked for, else on the workers in turn.
+    if (attr.srq != nullptr) {
+        caps.srqn = attr.srq->srqn_;
+        caps.max_recv_wr = 0;
+    }
+    // Placed on its SRQ's worker, the worker asked for, else on the workers in turn.
     std::uint32_t worker = 0;
-    if (attr.worker >= 0) {
+    if (attr.srq != nullptr) {
+        worker = attr.srq->worker_;
+    } else if (attr.worker >= 0) {
         worker = static_cast<std::uint32_t>(attr.worker);
     } else {
         worker = d.next_worker;
@@ -98,6 +106,8 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
     qp->pd_ = this;
     qp->send_cq_ = attr.send_cq;
     qp->recv_cq_ = attr.recv_cq;
+    qp->srq_ = attr.srq;
+    if (attr.srq != nullptr) ++attr.srq->qps_;
     qp->qpn_ = r.qpn;
     qp->conn_id_ = conn_id;
     qp->cap_ = attr.cap;
@@ -128,6 +138,7 @@ Qp::~Qp() {
     --pd_->children_;
     --send_cq_->qps_;
     --recv_cq_->qps_;
+    if (srq_ != nullptr) --srq_->qps_;
 }
 
 QpState Qp::state() const {
@@ -331,6 +342,11 @@ int Qp::post_send(std::span<const SendWr> wrs, std::size_t* bad_wr) {
 
 int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
     const detail::OwnerScope owner(*core_);
+    if (srq_ != nullptr) {
+        // Its receives come from the SRQ (ibverbs: EINVAL).
+        if (bad_wr != nullptr) *bad_wr = 0;
+        return wrs.empty() ? 0 : EINVAL;
+    }
     detail::DeviceCore& d = *core_;
     detail::Worker& w = d.worker_of(*this);
     auto& reqs = d.recv_scratch;

@@ -45,7 +45,9 @@ std::size_t Worker::submit_posts(core::TimeNs now) {
     return n;
 }
 
-void Worker::on_completion(const core::Completion& c) {
+void Worker::on_completion(const core::Completion& engine_c) {
+    core::Completion c = engine_c;
+    if (c.opcode == core::WcOpcode::srq_limit_reached) c.qpn = index;  // SRQ numbers are per engine
     if (done == nullptr) {
         dev.route_completion(c);
         return;
