@@ -44,6 +44,7 @@ struct omrc_pd;
 struct omrc_mr;
 struct omrc_cq;
 struct omrc_qp;
+struct omrc_srq;
 
 /* ------------------------------------------------------------------------
  * Work completions */
@@ -200,6 +201,30 @@ struct omrc_qp_init_attr {
     struct omrc_qp_cap cap;
     bool sq_sig_all; /* every send WR is signalled, whatever its flags */
     int worker;      /* the worker that owns the QP, 0..workers-1; -1: the workers in turn */
+    /* A shared receive queue of the PD's device whose receives the QP's
+     * incoming messages take (NULL: a receive queue of its own; with one,
+     * cap.max_recv_wr/max_recv_sge are ignored, omrc_qp_post_recv answers
+     * EINVAL and the QP lives on the SRQ's worker). */
+    struct omrc_srq* srq;
+};
+
+/* ibv_srq_attr. */
+struct omrc_srq_attr {
+    uint32_t max_wr;    /* 1..65536 posted receives */
+    uint32_t max_sge;   /* 1..OMRC_MAX_SGE SGEs per receive */
+    uint32_t srq_limit; /* armed while non-zero (<= max_wr): one OMRC_EVENT_SRQ_LIMIT_REACHED
+                           when fewer remain, then 0 again */
+};
+
+/* omrc_srq_modify mask bits (ibverbs' IBV_SRQ_MAX_WR, IBV_SRQ_LIMIT). */
+enum omrc_srq_attr_mask { OMRC_SRQ_MAX_WR = 1u << 0, OMRC_SRQ_LIMIT = 1u << 1 };
+
+/* Affiliated asynchronous events (ibv_event_type's values). */
+enum omrc_async_event_type { OMRC_EVENT_SRQ_LIMIT_REACHED = 15 };
+
+struct omrc_async_event {
+    int type;             /* enum omrc_async_event_type */
+    struct omrc_srq* srq; /* OMRC_EVENT_SRQ_LIMIT_REACHED: which */
 };
 
 /* Where a device is reachable: what a peer puts into omrc_qp_attr.peer.
@@ -484,6 +509,32 @@ uint32_t omrc_qp_worker(const struct omrc_qp* qp);
 uint16_t omrc_qp_conn_id(const struct omrc_qp* qp); /* the peer's dest_conn_id */
 /* An enum omrc_qp_state value, or -EINVAL for NULL. */
 int omrc_qp_get_state(const struct omrc_qp* qp);
+
+/* ------------------------------------------------------------------------
+ * Shared receive queues */
+
+void omrc_srq_attr_init(struct omrc_srq_attr* a); /* verbs.hpp's defaults */
+/* A shared receive queue on `worker` (-1: the workers in turn). EINVAL:
+ * NULL, max_wr 0 or above 65536, max_sge 0 or above OMRC_MAX_SGE,
+ * srq_limit above max_wr, no such worker. */
+int omrc_srq_create(struct omrc_pd* pd, const struct omrc_srq_attr* attr, int worker, struct omrc_srq** out);
+/* 0, EBUSY while a qp uses it, EINVAL for NULL. Receives not taken are
+ * dropped without completion; its events not yet polled too. */
+int omrc_srq_destroy(struct omrc_srq* srq);
+/* As omrc_qp_post_recv: EINVAL (too many SGEs, an SGE outside a live
+ * LOCAL_WRITE MR of the SRQ's PD), ENOMEM (max_wr posted and not taken). */
+int omrc_srq_post_recv(struct omrc_srq* srq, const struct omrc_recv_wr* wrs, size_t n, size_t* bad_wr);
+/* OMRC_SRQ_MAX_WR resizes (never below what it holds), OMRC_SRQ_LIMIT arms
+ * (non-zero) or disarms (0) the limit event. 0 or EINVAL. */
+int omrc_srq_modify(struct omrc_srq* srq, const struct omrc_srq_attr* attr, uint32_t mask);
+/* 0 or EINVAL. srq_limit reads 0 once the event has fired. */
+int omrc_srq_query(const struct omrc_srq* srq, struct omrc_srq_attr* out);
+/* The worker it lives on (0 for NULL). */
+uint32_t omrc_srq_worker(const struct omrc_srq* srq);
+
+/* Moves up to n asynchronous events, oldest first, into out; returns how
+ * many, or -EINVAL. Raised by the device's progress (omrc_device_progress). */
+int omrc_device_poll_async_events(struct omrc_device* dev, struct omrc_async_event* out, int n);
 
 /* ------------------------------------------------------------------------
  * Library */

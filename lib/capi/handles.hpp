@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "omrc/config.hpp"
@@ -18,6 +19,8 @@ struct omrc_device {
     omrc::QpDefaults qp_defaults{};  ///< of its configuration file; QpDefaults{} otherwise
     std::uint32_t live_pds = 0;
     std::uint32_t live_cqs = 0;
+    /// Live SRQ handles by their verbs object, for the async events that name them.
+    std::unordered_map<const omrc::Srq*, omrc_srq*> srqs;
 };
 
 struct omrc_pd {
@@ -25,6 +28,15 @@ struct omrc_pd {
     omrc_device* dev = nullptr;
     std::uint32_t live_mrs = 0;
     std::uint32_t live_qps = 0;
+    std::uint32_t live_srqs = 0;
+};
+
+struct omrc_srq {
+    std::unique_ptr<omrc::Srq> srq;
+    omrc_pd* pd = nullptr;
+    std::uint32_t live_qps = 0;
+    std::vector<omrc::Sge> sge_scratch;
+    std::vector<omrc::RecvWr> recv_scratch;
 };
 
 struct omrc_mr {
@@ -43,6 +55,7 @@ struct omrc_qp {
     omrc_pd* pd = nullptr;
     omrc_cq* send_cq = nullptr;
     omrc_cq* recv_cq = nullptr;
+    omrc_srq* srq = nullptr;
     // The C work requests converted for Qp::post_send / post_recv, reused so
     // that posting does not allocate once they have grown.
     std::vector<omrc::Sge> sge_scratch;

@@ -26,10 +26,10 @@ int omrc_pd_alloc(struct omrc_device* dev, struct omrc_pd** out) {
 
 int omrc_pd_dealloc(struct omrc_pd* pd) {
     if (pd == nullptr) return EINVAL;
-    if (pd->live_mrs != 0 || pd->live_qps != 0) {
+    if (pd->live_mrs != 0 || pd->live_qps != 0 || pd->live_srqs != 0) {
         (void)guarded("omrc_pd_dealloc", [&] {
-            omrc::log::logger().error("omrc_pd_dealloc: {} mr(s) and {} qp(s) of the pd are still alive",
-                                      pd->live_mrs, pd->live_qps);
+            omrc::log::logger().error("omrc_pd_dealloc: {} mr(s), {} qp(s) and {} srq(s) of the pd are still alive",
+                                      pd->live_mrs, pd->live_qps, pd->live_srqs);
             return 0;
         });
         return EBUSY;

@@ -8,40 +8,14 @@
 #include "capi/boundary.hpp"
 #include "capi/convert.hpp"
 #include "capi/handles.hpp"
+#include "capi/work_requests.hpp"
 #include "log/log.hpp"
 
+using omrc::capi::append_sges;
 using omrc::capi::guarded;
+using omrc::capi::post_prefix;
+using omrc::capi::sges_readable;
 
-namespace {
-
-/// The SGE array of one C work request: NULL is allowed only without SGEs,
-/// and more than OMRC_MAX_SGE is refused before anything is copied (the QP's
-/// own max_*_sge check follows in the verbs layer).
-bool sges_readable(const omrc_sge* list, std::uint32_t n) {
-    return n <= OMRC_MAX_SGE && (list != nullptr || n == 0);
-}
-
-void append_sges(std::vector<omrc::Sge>& to, const omrc_sge* list, std::uint32_t n) {
-    for (std::uint32_t i = 0; i < n; ++i) to.push_back({list[i].addr, list[i].length, list[i].lkey});
-}
-
-/// Posts the converted prefix, then reports the WR the C layer refused (at
-/// index `valid` of `total`) if the prefix went through.
-template <class Post>
-int post_prefix(Post&& post, std::size_t valid, std::size_t total, std::size_t* bad_wr) {
-    if (valid != 0) {
-        std::size_t bad = 0;
-        if (const int rc = post(&bad); rc != 0) {
-            if (bad_wr != nullptr) *bad_wr = bad;
-            return rc;
-        }
-    }
-    if (valid == total) return 0;
-    if (bad_wr != nullptr) *bad_wr = valid;
-    return EINVAL;
-}
-
-}  // namespace
 
 void omrc_qp_init_attr_init(struct omrc_qp_init_attr* a) {
     if (a == nullptr) return;
@@ -72,6 +46,13 @@ int omrc_qp_create(struct omrc_pd* pd, const struct omrc_qp_init_attr* attr, str
                     attr->cap.max_inline_data};
         init.sq_sig_all = attr->sq_sig_all;
         init.worker = attr->worker;
+        if (attr->srq != nullptr) {
+            if (attr->srq->pd->dev != pd->dev) {
+                omrc::log::logger().error("omrc_qp_create: the SRQ must belong to the device of the PD");
+                return EINVAL;
+            }
+            init.srq = attr->srq->srq.get();
+        }
         auto handle = std::make_unique<omrc_qp>();
         int err = 0;
         handle->qp = pd->pd->create_qp(init, &err);
@@ -79,6 +60,8 @@ int omrc_qp_create(struct omrc_pd* pd, const struct omrc_qp_init_attr* attr, str
         handle->pd = pd;
         handle->send_cq = attr->send_cq;
         handle->recv_cq = attr->recv_cq;
+        handle->srq = attr->srq;
+        if (attr->srq != nullptr) ++attr->srq->live_qps;
         ++pd->live_qps;
         ++attr->send_cq->live_qps;
         ++attr->recv_cq->live_qps;
@@ -94,6 +77,7 @@ int omrc_qp_destroy(struct omrc_qp* qp) {
         --qp->pd->live_qps;
         --qp->send_cq->live_qps;
         --qp->recv_cq->live_qps;
+        if (qp->srq != nullptr) --qp->srq->live_qps;
         delete qp;
         return 0;
     });

@@ -670,6 +670,119 @@ out:
     free(dst);
 }
 
+/* A shared receive queue: two QPs' SENDs into it, the limit event, the
+ * refusals (a QP's own post_recv, a busy SRQ, bad attributes). */
+static void test_srq(void) {
+    struct solo s;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* cq = NULL;
+    struct omrc_srq* srq = NULL;
+    struct omrc_srq* bad = NULL;
+    struct omrc_qp* a[2] = {NULL, NULL};
+    struct omrc_qp* b[2] = {NULL, NULL};
+    struct omrc_mr* mr = NULL;
+    struct omrc_srq_attr sa, q;
+    struct omrc_qp_init_attr init;
+    struct omrc_async_event ev[4];
+    struct omrc_wc wcs[8];
+    static uint8_t buf[8192];
+    struct omrc_sge rs[4];
+    struct omrc_recv_wr rw[4];
+    size_t bad_wr = 99;
+    int i, n, recvs = 0;
+    if (solo_open(&s, "2") != 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 64, &cq), 0);
+    omrc_srq_attr_init(&sa);
+    CHECK_EQ(sa.max_wr, 256);
+    CHECK_EQ(sa.max_sge, 1);
+    CHECK_EQ(sa.srq_limit, 0);
+    sa.max_wr = 0;
+    CHECK_EQ(omrc_srq_create(pd, &sa, -1, &bad), EINVAL);
+    CHECK(bad == NULL);
+    sa.max_wr = 8;
+    sa.srq_limit = 3;
+    CHECK_EQ(omrc_srq_create(pd, &sa, 5, &bad), EINVAL); /* no worker 5 */
+    CHECK_EQ(omrc_srq_create(pd, &sa, -1, &srq), 0);
+    for (i = 0; i < 2; ++i) {
+        omrc_qp_init_attr_init(&init);
+        CHECK(init.srq == NULL);
+        init.send_cq = cq;
+        init.recv_cq = cq;
+        CHECK_EQ(omrc_qp_create(pd, &init, &a[i]), 0);
+        init.srq = srq;
+        CHECK_EQ(omrc_qp_create(pd, &init, &b[i]), 0);
+        CHECK_EQ(connect_qp(s.dev, a[i], b[i]), 0);
+        CHECK_EQ(connect_qp(s.dev, b[i], a[i]), 0);
+    }
+    for (i = 0; i < 4096; ++i) buf[i] = (uint8_t)(i * 5 + 3);
+    CHECK_EQ(omrc_mr_reg(pd, buf, sizeof buf, OMRC_ACCESS_LOCAL_WRITE, &mr), 0);
+    for (i = 0; i < 4; ++i) {
+        rs[i].addr = (uint64_t)(uintptr_t)(buf + 4096 + i * 1024);
+        rs[i].length = 1024;
+        rs[i].lkey = omrc_mr_lkey(mr);
+        rw[i].wr_id = 70 + (uint64_t)i;
+        rw[i].sg_list = &rs[i];
+        rw[i].num_sge = 1;
+    }
+    CHECK_EQ(omrc_qp_post_recv(b[0], rw, 1, &bad_wr), EINVAL); /* its receives come from the SRQ */
+    CHECK_EQ(omrc_srq_post_recv(srq, rw, 4, &bad_wr), 0);
+    CHECK_EQ(omrc_srq_destroy(srq), EBUSY);
+    for (i = 0; i < 4; ++i) {
+        struct omrc_sge sge;
+        struct omrc_send_wr w;
+        sge.addr = (uint64_t)(uintptr_t)(buf + i * 1000);
+        sge.length = 1000;
+        sge.lkey = omrc_mr_lkey(mr);
+        memset(&w, 0, sizeof w);
+        w.wr_id = (uint64_t)i;
+        w.opcode = OMRC_WR_SEND;
+        w.send_flags = OMRC_SEND_SIGNALED;
+        w.sg_list = &sge;
+        w.num_sge = 1;
+        CHECK_EQ(omrc_qp_post_send(a[i % 2], &w, 1, NULL), 0);
+    }
+    n = solo_poll(&s, cq, wcs, 8);
+    CHECK_EQ(n, 8);
+    for (i = 0; i < n; ++i) {
+        CHECK_EQ(wcs[i].status, OMRC_WC_SUCCESS);
+        if (wcs[i].opcode == OMRC_WC_RECV) {
+            ++recvs;
+            CHECK_EQ(wcs[i].byte_len, 1000);
+            CHECK(wcs[i].wr_id >= 70 && wcs[i].wr_id < 74);
+        }
+    }
+    CHECK_EQ(recvs, 4);
+    n = omrc_device_poll_async_events(s.dev, ev, 4);
+    CHECK_EQ(n, 1); /* fewer than 3 left once the 2nd receive was taken */
+    CHECK_EQ(ev[0].type, OMRC_EVENT_SRQ_LIMIT_REACHED);
+    CHECK(ev[0].srq == srq);
+    CHECK_EQ(omrc_device_poll_async_events(NULL, ev, 4), -EINVAL);
+    CHECK_EQ(omrc_srq_query(srq, &q), 0);
+    CHECK_EQ(q.max_wr, 8);
+    CHECK_EQ(q.srq_limit, 0);
+    q.srq_limit = 9;
+    CHECK_EQ(omrc_srq_modify(srq, &q, OMRC_SRQ_LIMIT), EINVAL);
+    q.max_wr = 16;
+    CHECK_EQ(omrc_srq_modify(srq, &q, OMRC_SRQ_MAX_WR), 0);
+    CHECK_EQ(omrc_srq_query(srq, &q), 0);
+    CHECK_EQ(q.max_wr, 16);
+    CHECK_EQ(omrc_pd_dealloc(pd), EBUSY);
+    for (i = 0; i < 2; ++i) {
+        CHECK_EQ(omrc_qp_destroy(a[i]), 0);
+        CHECK_EQ(omrc_qp_destroy(b[i]), 0);
+    }
+    CHECK_EQ(omrc_srq_destroy(srq), 0);
+    CHECK_EQ(omrc_srq_destroy(NULL), EINVAL);
+    CHECK_EQ(omrc_mr_dereg(mr), 0);
+    CHECK_EQ(omrc_cq_destroy(cq), 0);
+    CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    CHECK_EQ(omrc_device_close(s.dev), 0);
+}
+
 static void test_strings(void) {
     unsigned major = 0, minor = 0, patch = 0;
     CHECK(strcmp(omrc_wc_status_str(OMRC_WC_SUCCESS), "success") == 0);
@@ -835,6 +948,7 @@ int main(void) {
     test_lifecycle();
     test_qp_states();
     test_transfer();
+    test_srq();
     test_strings();
     test_workers();
     printf("%d passed, %d failed\n", passed, failed);
