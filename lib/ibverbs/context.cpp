@@ -135,6 +135,7 @@ std::uint64_t monotonic_ns() {
 std::size_t Context::progress_locked() {
     const std::size_t n = dev->progress();
     if (!armed.empty()) notify_armed_locked();
+    if (!srqs.empty()) take_async_events_locked();
     return n;
 }
 
@@ -190,6 +191,11 @@ void fill_device_attr(const Context& c, ibv_device_attr& a) {
     a.device_cap_flags = 0;
     a.max_sge = static_cast<int>(kMaxSge);
     a.max_sge_rd = static_cast<int>(kMaxSge);
+    // Shared receive queues (ibv_modify_srq may resize them).
+    a.device_cap_flags |= IBV_DEVICE_SRQ_RESIZE;
+    a.max_srq = 1 << 16;
+    a.max_srq_wr = 65536;
+    a.max_srq_sge = static_cast<int>(kMaxSge);
     a.max_cq = 1 << 16;
     a.max_cqe = 1 << 20;
     a.max_mr = 1 << 24;
@@ -441,20 +447,42 @@ int ibv_get_pkey_index(ibv_context* context, uint8_t port_num, __be16 pkey) {
     return be16toh(pkey) == 0xFFFF ? 0 : -ENOENT;
 }
 
-/// Blocks until an async event; OpenMRC raises none today (port changes
-/// reach the engine, which moves traffic off the plane by itself), so this
-/// returns only when the context's async fd is closed or non-blocking.
+/// Blocks until an affiliated async event (IBV_EVENT_SRQ_LIMIT_REACHED:
+/// port changes reach the engine, which moves traffic off the plane by
+/// itself, and raise none), or returns -1 with EAGAIN at once when the async
+/// fd was made non-blocking and none waits.
 int omrc_ibv_get_async_event(ibv_context* context, ibv_async_event* event) {
     if (context == nullptr || event == nullptr) {
         errno = EINVAL;
         return -1;
     }
-    std::uint64_t v = 0;
-    if (::read(context->async_fd, &v, sizeof v) != sizeof v) return -1;
-    errno = EAGAIN;
-    return -1;
+    Context* c = to_ctx(context);
+    for (;;) {
+        {
+            std::lock_guard g(c->mu);
+            if (c->async_events.empty()) c->take_async_events_locked();
+            if (!c->async_events.empty()) {
+                *event = c->async_events.front();
+                c->async_events.pop_front();
+                return 0;
+            }
+        }
+        // Each event raised writes a count; one read takes them all, and
+        // the queue is looked at again.
+        std::uint64_t v = 0;
+        if (::read(context->async_fd, &v, sizeof v) != sizeof v) return -1;
+    }
 }
 
-void omrc_ibv_ack_async_event(ibv_async_event*) {}
+/// ibverbs: every event taken must be acknowledged; an SRQ's count is
+/// what its destruction may wait on in rdma-core (OpenMRC's does not wait).
+void omrc_ibv_ack_async_event(ibv_async_event* event) {
+    if (event == nullptr || event->event_type != IBV_EVENT_SRQ_LIMIT_REACHED || event->element.srq == nullptr) return;
+    ibv_srq* srq = event->element.srq;
+    pthread_mutex_lock(&srq->mutex);
+    ++srq->events_completed;
+    pthread_cond_signal(&srq->cond);
+    pthread_mutex_unlock(&srq->mutex);
+}
 
 }  // extern "C"

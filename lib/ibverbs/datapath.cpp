@@ -50,8 +50,8 @@ void log_unsupported(Qp& q, int op) {
     const std::uint32_t bit = op >= 0 && op < 32 ? 1u << op : 1u << 31;
     if (q.unsupported_logged & bit) return;
     q.unsupported_logged |= bit;
-    omrc::log::logger().warn("ibverbs: QP {}: {} (opcode {}) is not supported by OpenMRC (RDMA WRITE and "
-                       "WRITE_WITH_IMM only): the WR fails with EOPNOTSUPP",
+    omrc::log::logger().warn("ibverbs: QP {}: {} (opcode {}) is not supported by OpenMRC (RDMA WRITE, "
+                       "SEND and RDMA READ, with or without immediate where they have one): the WR fails with EOPNOTSUPP",
                        q.qpx.qp_base.qp_num, opcode_name(op), op);
 }
 
@@ -153,11 +153,6 @@ int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         }
     }
     return 0;
-}
-
-int post_srq_recv_op(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-    if (bad_wr != nullptr) *bad_wr = wr;
-    return EOPNOTSUPP;
 }
 
 int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc) {

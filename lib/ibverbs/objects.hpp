@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "omrc/config.hpp"
@@ -52,6 +53,7 @@ enum class ProgressMode : std::uint8_t {
 };
 
 struct Cq;
+struct Srq;
 
 /// An ibv_comp_channel: an eventfd (semaphore mode) the progress pass
 /// writes one count to per CQ event, and the CQs whose events wait.
@@ -78,11 +80,18 @@ struct Context {
     std::uint16_t lid = 0;       ///< what ibv_query_port reports (address.cpp)
     ibv_gid gid{};               ///< GID index 0: the device's IPv6 address
     std::atomic<std::uint32_t> live_objects{0};  ///< PDs, CQs, channels not yet destroyed
+    /// Affiliated async events not yet taken by ibv_get_async_event (under
+    /// mu); each one raised also writes a count to the async fd.
+    std::deque<ibv_async_event> async_events;
+    std::unordered_map<const omrc::Srq*, Srq*> srqs;  ///< live SRQs by their OpenMRC object (under mu)
 
     /// One progress pass and the CQ events it makes (mu held).
     std::size_t progress_locked();
     /// Writes the events of armed CQs that hold completions (mu held).
     void notify_armed_locked();
+    /// Moves the device's async events (Device::poll_async_events) to
+    /// async_events and signals the async fd (mu held).
+    void take_async_events_locked();
 };
 
 /// The Context of an ibv_context (vctx is Context's first member).
@@ -93,7 +102,7 @@ inline Context* to_ctx(ibv_context* c) {
 struct Pd {
     ibv_pd pd{};  ///< first member
     std::unique_ptr<omrc::Pd> opd;
-    std::atomic<std::uint32_t> children{0};  ///< MRs and QPs
+    std::atomic<std::uint32_t> children{0};  ///< MRs, QPs and SRQs
 };
 
 struct Mr {
@@ -111,6 +120,14 @@ struct Cq {
     bool armed_solicited_only = false;
     std::uint64_t armed_solicited_mark = 0;
     std::uint32_t qps = 0;       ///< QPs using it (under mu)
+};
+
+struct Srq {
+    ibv_srq srq{};  ///< first member
+    std::unique_ptr<omrc::Srq> osrq;
+    Context* ctx = nullptr;
+    Pd* pd = nullptr;
+    std::uint32_t qps = 0;  ///< QPs using it (under the context's mu)
 };
 
 /// One WR built through ibv_qp_ex (its SGEs and inline copy kept beside it).
@@ -135,6 +152,7 @@ struct Qp {
     Pd* pd = nullptr;
     Cq* send_cq = nullptr;
     Cq* recv_cq = nullptr;
+    Srq* srq = nullptr;               ///< its shared receive queue, or null
     ibv_qp_cap cap{};                 ///< what the QP was created with (after clamping)
     ibv_qp_attr attr{};               ///< the attributes set so far (ibv_query_qp)
     std::uint32_t attr_mask = 0;      ///< which of them were ever set
@@ -152,6 +170,7 @@ void fill_resource_ops(Context& c);           ///< verbs_context's create_qp_ex 
 /// destroyed (resources.cpp; caller holds c.mu).
 void write_stats_file(const Context& c, std::uint32_t qp_num);
 void fill_qp_ex_ops(Qp& q);                   ///< ibv_qp_ex's wr_* members (datapath.cpp)
+int post_srq_recv_op(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);  ///< srq.cpp
 void start_progress(Context& c);              ///< context.cpp
 void stop_progress(Context& c);
 /// Map an OpenMRC completion to ibverbs'.

@@ -122,14 +122,15 @@ ibv_qp* create(Context* c, Pd* pd, const ibv_qp_init_attr_ex& in, ibv_qp_cap* ca
                            static_cast<int>(in.qp_type));
         return fail_null<ibv_qp>(EOPNOTSUPP);
     }
-    if (in.srq != nullptr) {
-        omrc::log::logger().warn("ibverbs: shared receive queues are not supported");
-        return fail_null<ibv_qp>(EOPNOTSUPP);
-    }
-    if (in.send_cq == nullptr || (in.recv_cq == nullptr && in.cap.max_recv_wr != 0))
+    Srq* srq = reinterpret_cast<Srq*>(in.srq);
+    if (srq != nullptr && srq->ctx != c) return fail_null<ibv_qp>(EINVAL);
+    // With an SRQ the QP has no receive queue: its max_recv_* are not read (ibverbs).
+    const std::uint32_t max_recv_wr = srq != nullptr ? 0 : in.cap.max_recv_wr;
+    const std::uint32_t max_recv_sge = srq != nullptr ? 0 : in.cap.max_recv_sge;
+    if (in.send_cq == nullptr || (in.recv_cq == nullptr && (max_recv_wr != 0 || srq != nullptr)))
         return fail_null<ibv_qp>(EINVAL);
-    if (in.cap.max_send_wr > kMaxWr || in.cap.max_recv_wr > kMaxWr || in.cap.max_send_sge > kMaxSge ||
-        in.cap.max_recv_sge > kMaxSge)
+    if (in.cap.max_send_wr > kMaxWr || max_recv_wr > kMaxWr || in.cap.max_send_sge > kMaxSge ||
+        max_recv_sge > kMaxSge)
         return fail_null<ibv_qp>(EINVAL);
     Cq* scq = reinterpret_cast<Cq*>(in.send_cq);
     Cq* rcq = reinterpret_cast<Cq*>(in.recv_cq != nullptr ? in.recv_cq : in.send_cq);
@@ -137,9 +138,10 @@ ibv_qp* create(Context* c, Pd* pd, const ibv_qp_init_attr_ex& in, ibv_qp_cap* ca
     a.send_cq = scq->ocq.get();
     a.recv_cq = rcq->ocq.get();
     a.cap.max_send_wr = std::max<std::uint32_t>(in.cap.max_send_wr, 1);
-    a.cap.max_recv_wr = in.cap.max_recv_wr;
+    a.cap.max_recv_wr = max_recv_wr;
     a.cap.max_send_sge = std::max<std::uint32_t>(in.cap.max_send_sge, 1);
-    a.cap.max_recv_sge = std::max<std::uint32_t>(in.cap.max_recv_sge, 1);
+    a.cap.max_recv_sge = std::max<std::uint32_t>(max_recv_sge, 1);
+    if (srq != nullptr) a.srq = srq->osrq.get();
     a.cap.max_inline_data = std::min(in.cap.max_inline_data, kMaxInline);
     a.sq_sig_all = in.sq_sig_all != 0;
     auto q = std::make_unique<Qp>();
@@ -148,12 +150,14 @@ ibv_qp* create(Context* c, Pd* pd, const ibv_qp_init_attr_ex& in, ibv_qp_cap* ca
         std::lock_guard g(c->mu);
         q->oqp = pd->opd->create_qp(a, &err);
         if (q->oqp) ++scq->qps, ++rcq->qps;
+        if (q->oqp && srq != nullptr) ++srq->qps;
     }
     if (!q->oqp) return fail_null<ibv_qp>(err);
     q->ctx = c;
     q->pd = pd;
     q->send_cq = scq;
     q->recv_cq = rcq;
+    q->srq = srq;
     q->cap = {a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_send_sge, a.cap.max_recv_sge, a.cap.max_inline_data};
     if (cap_out != nullptr) *cap_out = q->cap;
     q->sq_sig_all = a.sq_sig_all;
@@ -164,7 +168,7 @@ ibv_qp* create(Context* c, Pd* pd, const ibv_qp_init_attr_ex& in, ibv_qp_cap* ca
     b.pd = &pd->pd;
     b.send_cq = &scq->cq;
     b.recv_cq = &rcq->cq;
-    b.srq = nullptr;
+    b.srq = in.srq;
     b.handle = q->oqp->qp_num();
     b.qp_num = q->oqp->qp_num();
     b.state = IBV_QPS_RESET;
@@ -585,6 +589,7 @@ int omrc_ibv_destroy_qp(ibv_qp* qp) {
         q->oqp.reset();
         --q->send_cq->qps;
         --q->recv_cq->qps;
+        if (q->srq != nullptr) --q->srq->qps;
     }
     --q->pd->children;
     pthread_mutex_destroy(&qp->mutex);

@@ -60,7 +60,6 @@ void unsupported(const char* name, std::atomic<bool>& logged, const char* why) {
 
 // ---- public, current ABI ----
 #define UD "unreliable datagram address handles"
-#define SRQ "shared receive queues"
 #define MCAST "multicast needs UD QPs"
 #define IMPORT "sharing objects between processes needs a kernel device"
 #define KERN "kernel uverbs structures: no kernel device here"
@@ -69,14 +68,6 @@ OMRC_IBV_DUAL(ibv_create_ah)
 STUB_PTR(omrc_ibv_create_ah, "ibv_create_ah", UD)
 OMRC_IBV_DUAL(ibv_destroy_ah)
 STUB_ERR(omrc_ibv_destroy_ah, "ibv_destroy_ah", UD)
-OMRC_IBV_DUAL(ibv_create_srq)
-STUB_PTR(omrc_ibv_create_srq, "ibv_create_srq", SRQ)
-OMRC_IBV_DUAL(ibv_modify_srq)
-STUB_ERR(omrc_ibv_modify_srq, "ibv_modify_srq", SRQ)
-OMRC_IBV_DUAL(ibv_query_srq)
-STUB_ERR(omrc_ibv_query_srq, "ibv_query_srq", SRQ)
-OMRC_IBV_DUAL(ibv_destroy_srq)
-STUB_ERR(omrc_ibv_destroy_srq, "ibv_destroy_srq", SRQ)
 OMRC_IBV_DUAL(ibv_attach_mcast)
 STUB_ERR(omrc_ibv_attach_mcast, "ibv_attach_mcast", MCAST)
 OMRC_IBV_DUAL(ibv_detach_mcast)

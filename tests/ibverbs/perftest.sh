@@ -11,7 +11,9 @@
 # server and client in
 # two processes, complete at every size 2 B … 8 MiB (-a); ibv_rc_pingpong
 # (SEND/RECV) checks the bytes it receives (--chk) at 2 B, 4 KiB and 1 MiB;
-# and omrc-perf runs over the same
+# ibv_srq_pingpong (16 QPs on one shared receive queue per side) checks them
+# at the same sizes, polling and sleeping on CQ events (-e); ib_send_bw
+# --use-srq runs every size over an SRQ; and omrc-perf runs over the same
 # configuration file. The bandwidth of the two is compared by
 # bench/ibverbs/compare.sh (docs/PERFORMANCE.md), not here: a test asserts
 # behaviour, not timings. Exit 77 (skip) when the programs or the medium are
@@ -21,7 +23,7 @@ libdir=$1
 perf=$2
 medium=${3:-udp}
 
-for p in ib_write_bw ib_write_lat ib_send_bw ib_send_lat ib_read_bw ib_read_lat ibv_devices ibv_devinfo ibv_rc_pingpong; do
+for p in ib_write_bw ib_write_lat ib_send_bw ib_send_lat ib_read_bw ib_read_lat ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong; do
   command -v "$p" >/dev/null || { echo "SKIP: $p not installed (Debian: perftest, ibverbs-utils)"; exit 77; }
 done
 [[ -e $libdir/libibverbs.so.1 ]] || { echo "FAIL: no $libdir/libibverbs.so.1"; exit 1; }
@@ -113,6 +115,25 @@ for size in 2 4096 1048576; do
   grep -q '100 iters in' "$work/pp.client" || { cat "$work/pp.client"; fail "ibv_rc_pingpong -s $size: no summary"; }
   grep -v '^\[' "$work/pp.client"
 done
+
+# ---- shared receive queues: ibv_srq_pingpong (16 QPs, one SRQ a side, --chk) and ib_send_bw --use-srq ----
+for args in "-s 2" "-s 4096 -e" "-s 1048576 -n 50"; do
+  port=$(free_port)
+  # shellcheck disable=SC2086  # args are several options
+  ibv timeout 120 ibv_srq_pingpong -d omrc0 -g 0 -p "$port" -c $args >"$work/srq.server" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  sleep 0.5
+  # shellcheck disable=SC2086
+  ibv timeout 120 ibv_srq_pingpong -d omrc1 -g 0 -p "$port" -c $args localhost >"$work/srq.client" 2>&1 ||
+    { cat "$work/srq.client" "$work/srq.server"; fail "ibv_srq_pingpong $args: client failed"; }
+  wait "$spid" || { cat "$work/srq.server"; fail "ibv_srq_pingpong $args: server failed"; }
+  grep -q 'iters in' "$work/srq.client" || { cat "$work/srq.client"; fail "ibv_srq_pingpong $args: no summary"; }
+  echo "ibv_srq_pingpong $args: $(grep 'iters in' "$work/srq.client")"
+done
+run_pair send_bw_srq ib_send_bw -a -n 20 --use-srq --report_gbits
+rows=$(awk '$1 ~ /^[0-9]+$/ && NF >= 5' "$work/send_bw_srq.client" | wc -l)
+[[ $rows -eq 23 ]] || fail "ib_send_bw --use-srq -a: $rows size rows, expected 23 (2 B … 8 MiB)"
 
 # ---- omrc-perf over the same configuration file ----
 port=$(free_port)

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <stdint.h>
@@ -380,6 +381,95 @@ int main(void) {
     qa.qp_state = IBV_QPS_ERR;
     CHECK(ibv_modify_qp(b, &qa, IBV_QP_STATE) == 0);
     CHECK(poll_n(rcq, wc, 1) == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR && wc[0].opcode == IBV_WC_RECV);
+
+    /* A shared receive queue: its receives taken by a QP's SENDs, the limit
+     * event through ibv_get_async_event, the refusals. */
+    struct ibv_srq_init_attr_ex sax;
+    memset(&sax, 0, sizeof sax);
+    sax.attr.max_wr = 4;
+    sax.attr.max_sge = 1;
+    sax.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+    sax.srq_type = IBV_SRQT_BASIC;
+    sax.pd = pd;
+    struct ibv_srq* srq = ibv_create_srq_ex(ctx, &sax); /* verbs.h's inline path to ibv_create_srq */
+    CHECK(srq != NULL && sax.attr.max_wr >= 4);
+    struct ibv_srq_init_attr sbad;
+    memset(&sbad, 0, sizeof sbad);
+    sbad.attr.max_wr = 0;
+    errno = 0;
+    CHECK(ibv_create_srq(pd, &sbad) == NULL && errno == EINVAL);
+    if (srq == NULL) return 1;
+    struct ibv_qp_init_attr sia;
+    memset(&sia, 0, sizeof sia);
+    sia.send_cq = scq;
+    sia.recv_cq = rcq;
+    sia.qp_type = IBV_QPT_RC;
+    sia.cap.max_send_wr = 16;
+    sia.cap.max_send_sge = 1;
+    struct ibv_qp* c = ibv_create_qp(pd, &sia);
+    sia.srq = srq;
+    struct ibv_qp* d = ibv_create_qp(pd, &sia);
+    CHECK(c != NULL && d != NULL && d->srq == srq);
+    if (c == NULL || d == NULL) return 1;
+    CHECK(to_init(c) == 0 && to_init(d) == 0);
+    CHECK(to_rtr_rts(c, d->qp_num, gid, port.lid, 300) == 0);
+    CHECK(to_rtr_rts(d, c->qp_num, gid, port.lid, 300) == 0);
+    struct ibv_sge srq_sges[4];
+    struct ibv_recv_wr swr[4], *sbadwr = NULL;
+    for (int i = 0; i < 4; ++i) {
+        srq_sges[i].addr = (uintptr_t)(dst + 65536 + i * 4096);
+        srq_sges[i].length = 4096;
+        srq_sges[i].lkey = dmr->lkey;
+        swr[i].wr_id = 500 + (uint64_t)i;
+        swr[i].sg_list = &srq_sges[i];
+        swr[i].num_sge = 1;
+        swr[i].next = i + 1 < 4 ? &swr[i + 1] : NULL;
+    }
+    CHECK(ibv_post_srq_recv(srq, swr, &sbadwr) == 0);
+    CHECK(ibv_post_srq_recv(srq, swr, &sbadwr) == ENOMEM && sbadwr == &swr[0]); /* max_wr 4 posted */
+    swr[0].next = NULL;
+    CHECK(ibv_post_recv(d, &swr[0], &sbadwr) == EINVAL); /* its receives come from the SRQ */
+    struct ibv_srq_attr sattr;
+    memset(&sattr, 0, sizeof sattr);
+    sattr.srq_limit = 3;
+    CHECK(ibv_modify_srq(srq, &sattr, IBV_SRQ_LIMIT) == 0);
+    CHECK(ibv_query_srq(srq, &sattr) == 0 && sattr.max_wr >= 4 && sattr.srq_limit == 3 && sattr.max_sge >= 1);
+    CHECK(ibv_destroy_srq(srq) == EBUSY); /* a QP uses it */
+    for (int i = 0; i < 2; ++i) {
+        struct ibv_sge sg = {(uintptr_t)(src + 1000 * i), 1000, smr->lkey};
+        struct ibv_send_wr sw, *sb = NULL;
+        memset(&sw, 0, sizeof sw);
+        sw.wr_id = 600 + (uint64_t)i;
+        sw.opcode = IBV_WR_SEND;
+        sw.send_flags = IBV_SEND_SIGNALED;
+        sw.sg_list = &sg;
+        sw.num_sge = 1;
+        CHECK(ibv_post_send(c, &sw, &sb) == 0);
+    }
+    CHECK(poll_n(scq, wc, 2) == 2 && wc[0].status == IBV_WC_SUCCESS && wc[1].status == IBV_WC_SUCCESS);
+    CHECK(poll_n(rcq, wc, 2) == 2 && wc[0].wr_id == 500 && wc[1].wr_id == 501 && wc[0].qp_num == d->qp_num &&
+          wc[0].opcode == IBV_WC_RECV && wc[1].byte_len == 1000);
+    CHECK(memcmp(dst + 65536, src, 1000) == 0 && memcmp(dst + 65536 + 4096, src + 1000, 1000) == 0);
+    /* 2 left < 3: one IBV_EVENT_SRQ_LIMIT_REACHED, and the limit reads 0 again. */
+    const int fl = fcntl(ctx->async_fd, F_GETFL);
+    CHECK(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0);
+    struct ibv_async_event ev;
+    int got_ev = -1;
+    for (const double end = now_s() + 10; got_ev != 0 && now_s() < end;) {
+        got_ev = ibv_get_async_event(ctx, &ev);
+        if (got_ev != 0) {
+            struct pollfd apfd = {ctx->async_fd, POLLIN, 0};
+            (void)poll(&apfd, 1, 100);
+        }
+    }
+    CHECK(got_ev == 0 && ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq);
+    if (got_ev == 0) ibv_ack_async_event(&ev);
+    CHECK(srq->events_completed == 1);
+    errno = 0;
+    CHECK(ibv_get_async_event(ctx, &ev) == -1 && errno == EAGAIN); /* no other */
+    CHECK(ibv_query_srq(srq, &sattr) == 0 && sattr.srq_limit == 0);
+    CHECK(ibv_destroy_qp(c) == 0 && ibv_destroy_qp(d) == 0);
+    CHECK(ibv_destroy_srq(srq) == 0);
 
     CHECK(ibv_destroy_cq(scq) == EBUSY);  /* QPs use it */
     CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0);
