@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Engine: shared receive queues (core/srq.hpp, docs/PROTOCOL.md §11.10).
+// Engine: shared receive queues (core/srq.hpp, docs/PROTOCOL.md §11.9, "Shared receive queues").
 #include <cerrno>
 
 #include "core/engine.hpp"

@@ -46,7 +46,6 @@ SKIP_REASONS = [
      "atomic or UD QP ops (ibv_qp_ex; the bad-flow tests use UD QPs) and ibv_cq_ex: ibv_cq_ex not yet (issue 27), "
      "atomics and UD not carried"),
     (r"Rereg MR", "ibv_rereg_mr: not yet"),
-    (r"SRQ", "shared receive queues: not yet (issue 27)"),
     (r"real time", "device real-time clock: none"),
     (r"custom mr with additional access flags", "MR access flags beyond local/remote write and read"),
     (r"All gid indices populated", "one GID per port: the bad-flow index check cannot run"),
