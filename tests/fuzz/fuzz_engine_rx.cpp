@@ -3,8 +3,10 @@
 // connected QP pair; the input picks a reference frame, overwrites bytes of
 // its BTH and extension headers (and payload), fixes the lengths and the ICRC
 // up so the frame passes the parser, and delivers it to either side — then
-// runs timers and drains transmit and completion queues. Any crash,
-// sanitizer report or completion for a WR never posted is a finding.
+// runs timers and drains transmit and completion queues. B's QP takes its
+// receives from a shared receive queue holding a few (SEND packets bind
+// them). Any crash, sanitizer report or completion for a WR never posted is
+// a finding.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +39,8 @@ struct World {
     std::unique_ptr<core::Engine> e[2];
     std::uint32_t qpn[2] = {0, 0};
     std::vector<std::uint8_t> src = std::vector<std::uint8_t>(1 << 16, 0x5A);
+    std::vector<std::uint8_t> recv_buf = std::vector<std::uint8_t>(4 * 4096);
+    static constexpr std::uint64_t kRecvWrId = 100;  ///< B's SRQ receives: 100..103
 
     static wire::Ipv6Addr addr(int i) {
         wire::Ipv6Addr a{0xfd};
@@ -50,7 +54,19 @@ struct World {
             c.seed = static_cast<std::uint64_t>(i) + 7;
             c.local_addr = addr(i);
             e[i] = std::make_unique<core::Engine>(c, &sink[i]);
-            qpn[i] = e[i]->submit(core::CmdCreateQp{}, 0).qpn;
+            core::QpCaps caps;
+            if (i == 1) {
+                caps.srqn = e[i]->submit(core::CmdCreateSrq{0, 8, 2}, 0).srqn;
+                core::RecvRequest rr[4];
+                for (std::uint32_t k = 0; k < 4; ++k) {
+                    rr[k].wr_id = kRecvWrId + k;
+                    rr[k].length = 4096;
+                    rr[k].sge_count = 1;
+                    rr[k].sges[0] = {recv_buf.data() + k * 4096, 4096, 1};
+                }
+                e[i]->submit(core::CmdPostSrqRecv{caps.srqn, rr}, 0);
+            }
+            qpn[i] = e[i]->submit(core::CmdCreateQp{caps}, 0).qpn;
             core::QpAttr init;
             init.access_flags = core::kAccessRemoteWrite;
             e[i]->submit(core::CmdModifyQp{qpn[i], core::QpState::init, init, core::kAttrAccess}, 0);
@@ -115,7 +131,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             (void)e->poll_tx(tx, now);
             const std::size_t n = e->poll_completions(wc);
             for (std::size_t k = 0; k < n; ++k)
-                if (wc[k].wr_id != 1) std::abort();  // a completion for a WR that was never posted
+                if (wc[k].opcode != core::WcOpcode::srq_limit_reached && wc[k].wr_id != 1 &&
+                    (wc[k].wr_id < World::kRecvWrId || wc[k].wr_id >= World::kRecvWrId + 4))
+                    std::abort();  // a completion for a WR that was never posted
         }
     }
     return 0;
