@@ -460,6 +460,27 @@ std::string Device::stats_json() const {
     }
     doc["planes"] = runtime::planes_summary_json(*w0.queue, live);
     doc["qps"] = std::move(qps);
+    // Shared receive queues, by worker and number.
+    std::vector<std::uint64_t> srq_keys;
+    for (const auto& [key, srq] : c.srqs) srq_keys.push_back(key);
+    std::sort(srq_keys.begin(), srq_keys.end());
+    nlohmann::json srqs = nlohmann::json::array();
+    for (std::uint64_t key : srq_keys) {
+        const Srq& srq = *c.srqs.at(key);
+        const core::Srq* s = c.workers[srq.worker()]->engine->find_srq(srq.srq_num());
+        if (s == nullptr) continue;
+        srqs.push_back({{"worker", srq.worker()},
+                        {"srqn", s->srqn},
+                        {"max_wr", s->max_wr},
+                        {"posted_now", s->wrs.size()},
+                        {"limit", s->limit},
+                        {"qps", s->qps},
+                        {"posted", s->posted},
+                        {"taken", s->taken},
+                        {"limit_events", s->limit_events},
+                        {"rnr_naks", s->rnr_naks}});
+    }
+    doc["srqs"] = std::move(srqs);
     return doc.dump();
 }
 

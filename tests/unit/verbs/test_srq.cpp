@@ -9,6 +9,8 @@
 #include <map>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "support/verbs_net.hpp"
 
 using namespace omrc;
@@ -143,6 +145,16 @@ TEST_CASE("srq__three_qps_share_one_srq", "[unit][verbs]") {
     CHECK(q.max_sge == 1);
     CHECK(q.srq_limit == 0);
     CHECK(s.srq->size() == 0);
+    // The SRQ's counters in the device's stats.
+    const auto j = nlohmann::json::parse(s.dev->stats_json());
+    REQUIRE(j["srqs"].size() == 1);
+    const auto& sj = j["srqs"][0];
+    CHECK(sj["srqn"] == s.srq->srq_num());
+    CHECK(sj["posted"] == 12);
+    CHECK(sj["taken"] == 12);
+    CHECK(sj["posted_now"] == 0);
+    CHECK(sj["qps"] == 3);
+    CHECK(sj["limit_events"] == 1);
 }
 
 TEST_CASE("srq__rnr_until_posted_and_modify", "[unit][verbs]") {
