@@ -12,6 +12,7 @@
 #include "log/log.hpp"
 
 using omrc::capi::append_sges;
+using omrc::capi::convert_recv_wrs;
 using omrc::capi::guarded;
 using omrc::capi::post_prefix;
 using omrc::capi::sges_readable;
@@ -142,21 +143,8 @@ int omrc_qp_post_recv(struct omrc_qp* qp, const struct omrc_recv_wr* wrs, size_t
         return EINVAL;
     }
     return guarded("omrc_qp_post_recv", [&] {
-        std::size_t valid = 0;
-        std::size_t sges = 0;
-        for (; valid < n && sges_readable(wrs[valid].sg_list, wrs[valid].num_sge); ++valid)
-            sges += wrs[valid].num_sge;
-        auto& sge_list = qp->sge_scratch;
+        const std::size_t valid = convert_recv_wrs(wrs, n, qp->sge_scratch, qp->recv_scratch);
         auto& list = qp->recv_scratch;
-        sge_list.clear();
-        list.clear();
-        sge_list.reserve(sges);
-        list.reserve(valid);
-        for (std::size_t i = 0; i < valid; ++i) {
-            const std::size_t first = sge_list.size();
-            append_sges(sge_list, wrs[i].sg_list, wrs[i].num_sge);
-            list.push_back({wrs[i].wr_id, std::span<const omrc::Sge>(sge_list.data() + first, wrs[i].num_sge)});
-        }
         return post_prefix([&](std::size_t* bad) { return qp->qp->post_recv(list, bad); }, valid, n, bad_wr);
     });
 }

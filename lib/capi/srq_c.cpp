@@ -11,10 +11,9 @@
 #include "capi/work_requests.hpp"
 #include "log/log.hpp"
 
-using omrc::capi::append_sges;
+using omrc::capi::convert_recv_wrs;
 using omrc::capi::guarded;
 using omrc::capi::post_prefix;
-using omrc::capi::sges_readable;
 
 void omrc_srq_attr_init(struct omrc_srq_attr* a) {
     if (a == nullptr) return;
@@ -63,21 +62,8 @@ int omrc_srq_post_recv(struct omrc_srq* srq, const struct omrc_recv_wr* wrs, siz
         return EINVAL;
     }
     return guarded("omrc_srq_post_recv", [&] {
-        std::size_t valid = 0;
-        std::size_t sges = 0;
-        for (; valid < n && sges_readable(wrs[valid].sg_list, wrs[valid].num_sge); ++valid)
-            sges += wrs[valid].num_sge;
-        auto& sge_list = srq->sge_scratch;
+        const std::size_t valid = convert_recv_wrs(wrs, n, srq->sge_scratch, srq->recv_scratch);
         auto& list = srq->recv_scratch;
-        sge_list.clear();
-        list.clear();
-        sge_list.reserve(sges);
-        list.reserve(valid);
-        for (std::size_t i = 0; i < valid; ++i) {
-            const std::size_t first = sge_list.size();
-            append_sges(sge_list, wrs[i].sg_list, wrs[i].num_sge);
-            list.push_back({wrs[i].wr_id, std::span<const omrc::Sge>(sge_list.data() + first, wrs[i].num_sge)});
-        }
         return post_prefix([&](std::size_t* bad) { return srq->srq->post_recv(list, bad); }, valid, n, bad_wr);
     });
 }

@@ -137,22 +137,7 @@ int post_recv_op(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     Qp& q = *reinterpret_cast<Qp*>(qp);
     const ProgramCall call(*q.ctx);
     std::lock_guard g(q.ctx->mu);
-    for (; wr != nullptr; wr = wr->next) {
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > kMaxSge) {
-            if (bad_wr != nullptr) *bad_wr = wr;
-            return EINVAL;
-        }
-        std::array<Sge, kMaxSge> sge;
-        for (int s = 0; s < wr->num_sge; ++s) sge[s] = {wr->sg_list[s].addr, wr->sg_list[s].length, wr->sg_list[s].lkey};
-        RecvWr o;
-        o.wr_id = wr->wr_id;
-        o.sg_list = std::span<const Sge>(sge.data(), static_cast<std::size_t>(wr->num_sge));
-        if (const int rc = q.oqp->post_recv(o); rc != 0) {
-            if (bad_wr != nullptr) *bad_wr = wr;
-            return rc;
-        }
-    }
-    return 0;
+    return post_recv_chain(wr, bad_wr, [&](const RecvWr& o) { return q.oqp->post_recv(o); });
 }
 
 int poll_cq_op(ibv_cq* cq, int num_entries, ibv_wc* wc) {

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -176,6 +177,29 @@ void stop_progress(Context& c);
 /// Map an OpenMRC completion to ibverbs'.
 void to_ibv_wc(const Wc& in, ibv_wc* out);
 std::uint64_t monotonic_ns();
+
+/// Hands a chain of ibv_recv_wr to `post` (an OpenMRC Qp's or Srq's
+/// post_recv) one by one; the first refused (more than kMaxSge SGEs, or
+/// post's errno) goes to *bad_wr and its errno is returned.
+template <class Post>
+int post_recv_chain(ibv_recv_wr* wr, ibv_recv_wr** bad_wr, Post&& post) {
+    for (; wr != nullptr; wr = wr->next) {
+        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > kMaxSge) {
+            if (bad_wr != nullptr) *bad_wr = wr;
+            return EINVAL;
+        }
+        std::array<Sge, kMaxSge> sge;
+        for (int s = 0; s < wr->num_sge; ++s) sge[s] = {wr->sg_list[s].addr, wr->sg_list[s].length, wr->sg_list[s].lkey};
+        RecvWr o;
+        o.wr_id = wr->wr_id;
+        o.sg_list = std::span<const Sge>(sge.data(), static_cast<std::size_t>(wr->num_sge));
+        if (const int rc = post(o); rc != 0) {
+            if (bad_wr != nullptr) *bad_wr = wr;
+            return rc;
+        }
+    }
+    return 0;
+}
 
 /// Sets errno and returns nullptr (ibverbs' convention for calls that return objects).
 template <typename T>

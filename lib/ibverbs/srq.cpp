@@ -34,22 +34,7 @@ void Context::take_async_events_locked() {
 int post_srq_recv_op(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
     Srq& s = *reinterpret_cast<Srq*>(srq);
     std::lock_guard g(s.ctx->mu);
-    for (; wr != nullptr; wr = wr->next) {
-        if (wr->num_sge < 0 || static_cast<std::uint32_t>(wr->num_sge) > kMaxSge) {
-            if (bad_wr != nullptr) *bad_wr = wr;
-            return EINVAL;
-        }
-        std::array<Sge, kMaxSge> sge;
-        for (int i = 0; i < wr->num_sge; ++i) sge[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-        RecvWr o;
-        o.wr_id = wr->wr_id;
-        o.sg_list = std::span<const Sge>(sge.data(), static_cast<std::size_t>(wr->num_sge));
-        if (const int rc = s.osrq->post_recv(o); rc != 0) {
-            if (bad_wr != nullptr) *bad_wr = wr;
-            return rc;
-        }
-    }
-    return 0;
+    return post_recv_chain(wr, bad_wr, [&](const RecvWr& o) { return s.osrq->post_recv(o); });
 }
 
 }  // namespace omrc::ibv

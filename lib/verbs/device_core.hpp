@@ -138,6 +138,11 @@ struct DeviceCore {
     std::size_t collect();
     /// Unthreaded: one pass of every worker. Threaded: collect().
     std::size_t progress();
+    /// A receive WR resolved for the engine: at most `max_sge` SGEs, each
+    /// inside a live LOCAL_WRITE MR of `pd`, at most 4 GiB in all (Qp's
+    /// and Srq's post_recv); false otherwise.
+    [[nodiscard]] bool resolve_recv(const RecvWr& wr, std::uint32_t pd, std::uint32_t max_sge,
+                                    core::RecvRequest& out) const;
     /// The driver queue of worker 0 (device-wide facts: planes, link state, stats requests).
     [[nodiscard]] driver::Driver& first_queue() const { return *workers.front()->queue; }
 };

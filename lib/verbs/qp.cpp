@@ -354,22 +354,11 @@ int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
     const std::uint32_t pd = pd_->handle();
     int err = 0;
     for (const RecvWr& wr : wrs) {
-        bool ok = wr.sg_list.size() <= cap_.max_recv_sge;
-        std::uint64_t total = 0;
         core::RecvRequest r{};
-        for (std::size_t s = 0; ok && s < wr.sg_list.size(); ++s) {
-            const Sge& sge = wr.sg_list[s];
-            ok = d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length, AccessFlags::local_write);
-            r.sges[s] = {reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length, sge.lkey};
-            total += sge.length;
-        }
-        if (!ok || total > UINT32_MAX) {
+        if (!d.resolve_recv(wr, pd, cap_.max_recv_sge, r)) {
             err = EINVAL;
             break;
         }
-        r.wr_id = wr.wr_id;
-        r.length = static_cast<std::uint32_t>(total);
-        r.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
         reqs.push_back(r);
     }
     if (!w.threaded() || reqs.empty()) return submit_valid_prefix(d, w, core::CmdPostRecv{qpn_, reqs}, reqs.size(), err, bad_wr);
@@ -398,6 +387,23 @@ int Qp::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
     if (accepted != 0) w.thread->kick();
     if (err != 0 && bad_wr != nullptr) *bad_wr = accepted;
     return err;
+}
+
+bool detail::DeviceCore::resolve_recv(const RecvWr& wr, std::uint32_t pd, std::uint32_t max_sge,
+                                      core::RecvRequest& out) const {
+    if (wr.sg_list.size() > max_sge) return false;
+    std::uint64_t total = 0;
+    for (std::size_t s = 0; s < wr.sg_list.size(); ++s) {
+        const Sge& sge = wr.sg_list[s];
+        if (!mrs.check_local(pd, sge.lkey, sge.addr, sge.length, AccessFlags::local_write)) return false;
+        out.sges[s] = {reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length, sge.lkey};
+        total += sge.length;
+    }
+    if (total > UINT32_MAX) return false;
+    out.wr_id = wr.wr_id;
+    out.length = static_cast<std::uint32_t>(total);
+    out.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
+    return true;
 }
 
 int Qp::deny_ev(std::uint32_t ev) {

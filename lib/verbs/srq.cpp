@@ -77,22 +77,11 @@ int Srq::post_recv(std::span<const RecvWr> wrs, std::size_t* bad_wr) {
     const std::uint32_t pd = pd_->handle();
     int err = 0;
     for (const RecvWr& wr : wrs) {
-        bool ok = wr.sg_list.size() <= max_sge_;
-        std::uint64_t total = 0;
         core::RecvRequest r{};
-        for (std::size_t s = 0; ok && s < wr.sg_list.size(); ++s) {
-            const Sge& sge = wr.sg_list[s];
-            ok = d.mrs.check_local(pd, sge.lkey, sge.addr, sge.length, AccessFlags::local_write);
-            r.sges[s] = {reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(sge.addr)), sge.length, sge.lkey};
-            total += sge.length;
-        }
-        if (!ok || total > UINT32_MAX) {
+        if (!d.resolve_recv(wr, pd, max_sge_, r)) {
             err = EINVAL;
             break;
         }
-        r.wr_id = wr.wr_id;
-        r.length = static_cast<std::uint32_t>(total);
-        r.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
         reqs.push_back(r);
     }
     std::size_t bad = reqs.size();

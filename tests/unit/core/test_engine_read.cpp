@@ -11,30 +11,19 @@
 #include <random>
 
 #include "support/engine_pair.hpp"
+#include "support/engine_requests.hpp"
 
 using namespace omrc;
 using namespace omrc::core;
 using omrc::test::EnginePair;
 using omrc::test::Fate;
+using omrc::test::random_bytes;
 
 namespace {
 
 constexpr std::uint32_t kRkey = 0x5EAD;
 
-QpAttr read_attr() {
-    QpAttr a;
-    a.cc.algorithm = CcAlgorithm::fixed;
-    a.cc.fixed_window_bytes = 2u << 20;
-    a.evs = 64;
-    return a;
-}
-
-std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
-    std::vector<std::uint8_t> v(n);
-    std::mt19937_64 rng(seed);
-    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-    return v;
-}
+QpAttr read_attr() { return omrc::test::fixed_window_attr(); }
 
 /// A READ of `len` bytes at `remote` into `dst`, over `pieces` SGEs.
 SendRequest read_wr(std::uint64_t wr_id, std::uint8_t* dst, std::uint32_t len, const std::uint8_t* remote,

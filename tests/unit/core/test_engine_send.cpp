@@ -10,49 +10,19 @@
 
 #include "core/psn.hpp"
 #include "support/engine_pair.hpp"
+#include "support/engine_requests.hpp"
 
 using namespace omrc;
 using namespace omrc::core;
 using omrc::test::EnginePair;
 using omrc::test::Fate;
+using omrc::test::random_bytes;
+using omrc::test::recv_wr;
+using omrc::test::send_wr;
 
 namespace {
 
-QpAttr send_attr() {
-    QpAttr a;
-    a.cc.algorithm = CcAlgorithm::fixed;
-    a.cc.fixed_window_bytes = 2u << 20;
-    a.evs = 64;
-    return a;
-}
-
-std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
-    std::vector<std::uint8_t> v(n);
-    std::mt19937_64 rng(seed);
-    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-    return v;
-}
-
-SendRequest send_wr(std::uint64_t wr_id, const std::uint8_t* src, std::uint32_t len) {
-    SendRequest r;
-    r.wr_id = wr_id;
-    r.is_send = true;
-    r.sge_count = len == 0 ? 0 : 1;
-    r.sges[0] = {src, len};
-    return r;
-}
-
-/// A receive over `pieces` equal SGEs of `buf` (multi-SGE scatter).
-RecvRequest recv_wr(std::uint64_t wr_id, std::uint8_t* buf, std::uint32_t len, std::uint32_t pieces = 1) {
-    RecvRequest r;
-    r.wr_id = wr_id;
-    r.length = len;
-    r.sge_count = static_cast<std::uint8_t>(pieces);
-    const std::uint32_t each = len / pieces;
-    for (std::uint32_t i = 0; i < pieces; ++i)
-        r.sges[i] = {buf + i * each, i + 1 == pieces ? len - i * each : each, 0x77};
-    return r;
-}
+QpAttr send_attr() { return omrc::test::fixed_window_attr(); }
 
 std::vector<Completion> of_opcode(const std::vector<Completion>& v, WcOpcode op) {
     std::vector<Completion> out;

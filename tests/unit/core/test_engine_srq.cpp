@@ -9,47 +9,20 @@
 #include <random>
 
 #include "support/engine_pair.hpp"
+#include "support/engine_requests.hpp"
 
 using namespace omrc;
 using namespace omrc::core;
 using omrc::test::EnginePair;
 using omrc::test::EngineEnd;
 using omrc::test::Fate;
+using omrc::test::random_bytes;
+using omrc::test::recv_wr;
+using omrc::test::send_wr;
 
 namespace {
 
-QpAttr srq_attr() {
-    QpAttr a;
-    a.cc.algorithm = CcAlgorithm::fixed;
-    a.cc.fixed_window_bytes = 2u << 20;
-    a.evs = 64;
-    return a;
-}
-
-std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
-    std::vector<std::uint8_t> v(n);
-    std::mt19937_64 rng(seed);
-    for (auto& b : v) b = static_cast<std::uint8_t>(rng());
-    return v;
-}
-
-RecvRequest recv_wr(std::uint64_t wr_id, std::uint8_t* buf, std::uint32_t len) {
-    RecvRequest r;
-    r.wr_id = wr_id;
-    r.length = len;
-    r.sge_count = 1;
-    r.sges[0] = {buf, len, 0x77};
-    return r;
-}
-
-SendRequest send_wr(std::uint64_t wr_id, const std::uint8_t* src, std::uint32_t len) {
-    SendRequest r;
-    r.wr_id = wr_id;
-    r.is_send = true;
-    r.sge_count = 1;
-    r.sges[0] = {src, len};
-    return r;
-}
+QpAttr srq_attr() { return omrc::test::fixed_window_attr(); }
 
 /// An SRQ on each engine (number 1: B's is the one under test; A's only
 /// lets both ends share one QpCaps) and `n` connected QP pairs using it.
