@@ -759,7 +759,7 @@ private:
 /// take, in posting order. Each QP still takes them in its own message
 /// order: the first packet to arrive of a QP's message takes the SRQ's
 /// oldest receives for it and for every earlier message of that QP that has
-/// none yet (docs/IBVERBS.md, "SRQ").
+/// none yet (docs/PROTOCOL.md §11.9, "Shared receive queues").
 class Srq {
 public:
     /// Aborts if a QP still uses it. Receives never taken are dropped

@@ -364,6 +364,7 @@ bool Engine::place_send(Qp& qp, const wire::FrameView& f, TimeNs now) {
         // the sender waits the time the NAK carries and sends it again.
         drop(DropReason::rnr);
         ++qp.stats.rnr_naks_sent;
+        if (qp.srq != nullptr) ++qp.srq->rnr_naks;
         send_aeth_nak(qp, static_cast<wire::AethSyndrome>(0x20 | (qp.attr.min_rnr_timer & 0x1F)), psn);
         return false;
     }
@@ -572,6 +573,7 @@ void Engine::deliver_imms(Qp& qp) {
         if (!bind_receives(qp, 1)) {
             // Documented behaviour: the data is placed and acknowledged; the
             // completion waits for a receive to be posted.
+            if (qp.srq != nullptr) qp.srq->imm_waiting = true;
             if (!qp.imms.front().counted_waiting) {
                 qp.imms.front().counted_waiting = true;
                 ++qp.stats.imm_waiting_for_recv;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Engine: shared receive queues (core/srq.hpp, docs/PROTOCOL.md §11.9, "Shared receive queues").
 #include <cerrno>
+#include <utility>
 
 #include "core/engine.hpp"
 
@@ -10,15 +11,12 @@ namespace {
 constexpr std::uint32_t kMaxSrqWr = 65536;
 }  // namespace
 
-Srq* Engine::srq_by_num(std::uint32_t srqn) noexcept {
-    if (srqn == 0 || srqn > srqs_.size()) return nullptr;
-    return srqs_[srqn - 1].get();
-}
-
 const Srq* Engine::find_srq(std::uint32_t srqn) const noexcept {
     if (srqn == 0 || srqn > srqs_.size()) return nullptr;
     return srqs_[srqn - 1].get();
 }
+
+Srq* Engine::srq_by_num(std::uint32_t srqn) noexcept { return const_cast<Srq*>(std::as_const(*this).find_srq(srqn)); }
 
 SubmitResult Engine::create_srq(const CmdCreateSrq& c) {
     if (c.max_wr == 0 || c.max_wr > kMaxSrqWr || c.limit > c.max_wr) return {EINVAL};
@@ -65,9 +63,13 @@ SubmitResult Engine::post_srq_recv(const CmdPostSrqRecv& c) {
         s->wrs.push_back(c.wrs[i]);
         ++s->posted;
     }
-    // Messages whose data is all placed may have waited for a receive.
-    for (Qp* qp : live_)
-        if (qp->srq == s && !qp->imms.empty()) deliver_imms(*qp);
+    // Messages whose data is all placed may have waited for a receive (only
+    // then are its QPs looked at: posting is otherwise O(1)).
+    if (s->imm_waiting) {
+        s->imm_waiting = false;  // set again by deliver_imms if still too few
+        for (Qp* qp : live_)
+            if (qp->srq == s && !qp->imms.empty()) deliver_imms(*qp);
+    }
     return {kOk};
 }
 
@@ -76,10 +78,7 @@ bool Engine::bind_receives(Qp& qp, std::size_t need) {
     Srq* s = qp.srq;
     if (s == nullptr) return false;
     const std::size_t missing = need - qp.rq.size();
-    if (s->wrs.size() < missing) {
-        ++s->rnr_naks;
-        return false;
-    }
+    if (s->wrs.size() < missing) return false;
     for (std::size_t i = 0; i < missing; ++i) {
         qp.rq.push_back(s->wrs.front());
         s->wrs.pop_front();

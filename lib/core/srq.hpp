@@ -27,6 +27,9 @@ struct Srq {
     std::uint32_t limit = 0;
     Ring<RecvRequest> wrs;      ///< posted, not yet taken
     std::uint32_t qps = 0;      ///< QPs attached (an SRQ with QPs cannot be destroyed)
+    /// A message of one of its QPs is wholly placed and waits for a receive
+    /// (Engine::deliver_imms found the SRQ empty): the next post looks for it.
+    bool imm_waiting = false;
     std::uint64_t posted = 0;   ///< receives ever posted
     std::uint64_t taken = 0;    ///< receives ever bound to a QP's message
     std::uint64_t limit_events = 0;  ///< limit events raised

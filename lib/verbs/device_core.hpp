@@ -100,7 +100,7 @@ struct DeviceCore {
     std::unique_ptr<runtime::FrameExchange> exchange;  ///< null for one worker
     std::vector<std::unique_ptr<Worker>> workers;
     bool threaded = false;                       ///< workers run on threads of their own
-    std::uint32_t next_worker = 0;               ///< round-robin QP placement
+    std::uint32_t next_worker = 0;               ///< round-robin QP and SRQ placement (place_on_worker)
 
     std::unordered_map<std::uint32_t, Qp*> qps;  ///< live QPs by QPN
     /// Live SRQs by srq_key(worker, engine SRQ number), for their limit events.
@@ -138,6 +138,14 @@ struct DeviceCore {
     std::size_t collect();
     /// Unthreaded: one pass of every worker. Threaded: collect().
     std::size_t progress();
+    /// The worker a new QP or SRQ goes to: `asked` (already checked to be
+    /// 0..workers-1), or with -1 the next in turn (next_worker).
+    [[nodiscard]] std::uint32_t place_on_worker(int asked) {
+        if (asked >= 0) return static_cast<std::uint32_t>(asked);
+        const std::uint32_t w = next_worker;
+        next_worker = (next_worker + 1) % static_cast<std::uint32_t>(workers.size());
+        return w;
+    }
     /// A receive WR resolved for the engine: at most `max_sge` SGEs, each
     /// inside a live LOCAL_WRITE MR of `pd`, at most 4 GiB in all (Qp's
     /// and Srq's post_recv); false otherwise.

@@ -80,15 +80,7 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
         caps.max_recv_wr = 0;
     }
     // Placed on its SRQ's worker, the worker asked for, else on the workers in turn.
-    std::uint32_t worker = 0;
-    if (attr.srq != nullptr) {
-        worker = attr.srq->worker_;
-    } else if (attr.worker >= 0) {
-        worker = static_cast<std::uint32_t>(attr.worker);
-    } else {
-        worker = d.next_worker;
-        d.next_worker = (d.next_worker + 1) % static_cast<std::uint32_t>(d.workers.size());
-    }
+    const std::uint32_t worker = attr.srq != nullptr ? attr.srq->worker_ : d.place_on_worker(attr.worker);
     detail::Worker& w = *d.workers[worker];
     core::SubmitResult r;
     std::uint16_t conn_id = 0;

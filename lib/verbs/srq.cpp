@@ -25,13 +25,7 @@ std::unique_ptr<Srq> Pd::create_srq(const SrqAttr& attr, int* err, int worker) {
         set_err(err, EINVAL);
         return nullptr;
     }
-    std::uint32_t w_index = 0;
-    if (worker >= 0) {
-        w_index = static_cast<std::uint32_t>(worker);
-    } else {
-        w_index = d.next_worker;
-        d.next_worker = (d.next_worker + 1) % static_cast<std::uint32_t>(d.workers.size());
-    }
+    const std::uint32_t w_index = d.place_on_worker(worker);
     detail::Worker& w = *d.workers[w_index];
     core::SubmitResult r;
     {

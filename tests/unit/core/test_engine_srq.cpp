@@ -183,6 +183,38 @@ TEST_CASE("Engine::srq__write_with_imm_takes_an_srq_receive", "[unit][core]") {
     CHECK(s.b().find_srq(1)->wrs.empty());
 }
 
+TEST_CASE("Engine::srq__write_with_imm_placed_into_an_empty_srq_completes_once_one_is_posted", "[unit][core]") {
+    SrqPair s(1);
+    std::vector<std::uint8_t> src = random_bytes(4096, 10), wdst(4096, 0);
+    s.pair.memory[1].add(0x99, wdst.data(), wdst.size());
+    SendRequest w;
+    w.wr_id = 1;
+    w.with_imm = true;
+    w.imm_data = 0xAB;
+    w.remote_addr = reinterpret_cast<std::uint64_t>(wdst.data());
+    w.rkey = 0x99;
+    w.sge_count = 1;
+    w.sges[0] = {src.data(), 4096};
+    REQUIRE(s.pair.engines[0]->submit(CmdPostSend{s.qps[0].first, {&w, 1}}, s.pair.now).err == 0);
+    // Placed and acknowledged with no receive anywhere: the sender completes, the receive waits.
+    REQUIRE(s.pair.run([&] { return s.pair.completions[0].size() == 1; }, s.pair.now + 10'000'000));
+    CHECK(s.pair.completions[0][0].status == WcStatus::success);
+    CHECK((wdst == src));
+    CHECK(s.pair.completions[1].empty());
+    CHECK(s.b().find_srq(1)->imm_waiting);
+    CHECK(s.b().find_srq(1)->rnr_naks == 0);  // a WRITE_WITH_IMM is never RNR-NAKed
+    RecvRequest r = recv_wr(12, nullptr, 0);
+    r.sge_count = 0;
+    REQUIRE(s.b().submit(CmdPostSrqRecv{1, {&r, 1}}, s.pair.now).err == 0);
+    REQUIRE(s.pair.completions[1].empty());  // completions come out through the pair's run
+    REQUIRE(s.pair.run([&] { return s.pair.completions[1].size() == 1; }, s.pair.now + 1'000'000));
+    CHECK(s.pair.completions[1][0].wr_id == 12);
+    CHECK(s.pair.completions[1][0].opcode == WcOpcode::recv_rdma_with_imm);
+    CHECK(s.pair.completions[1][0].imm_data == 0xAB);
+    CHECK_FALSE(s.b().find_srq(1)->imm_waiting);
+    CHECK(s.b().find_srq(1)->taken == 1);
+}
+
 TEST_CASE("Engine::srq__limit_event_fires_once_per_arming", "[unit][core]") {
     SrqPair s(1, 64, 4);
     std::vector<std::uint8_t> src = random_bytes(8 * 256, 5), dst(8 * 256, 0);

@@ -23,7 +23,7 @@ namespace {
 /// One device in virtual time (the loopback to itself), `pairs` QP pairs
 /// a[i] → b[i], every b[i] on one SRQ of `max_wr` receives.
 struct SrqSetup {
-    std::uint64_t now_ns = 1'000'000;
+    omrc::test::VirtualNet net;
     std::unique_ptr<Device> dev;
     std::unique_ptr<Pd> pd;
     std::unique_ptr<Cq> scq, rcq;
@@ -32,19 +32,26 @@ struct SrqSetup {
     std::vector<std::uint8_t> src, dst;
     std::unique_ptr<Mr> src_mr, dst_mr;
 
+    /// One endpoint of a virtual-clock loopback fabric with a queue per worker.
+    static loopback::FabricConfig fabric(std::uint32_t workers) {
+        loopback::FabricConfig c;
+        c.endpoints = 1;
+        c.planes = 4;
+        c.queues = workers;
+        c.seed = 5;
+        c.mode = loopback::ClockMode::virtual_clock;
+        return c;
+    }
+
     SrqSetup(std::size_t pairs, SrqAttr attr, std::uint32_t workers = 1)
-        : src(64 << 10), dst(64 << 10) {
+        : net(fabric(workers)), src(64 << 10), dst(64 << 10) {
         DeviceOptions o;
-        o.planes = 4;
-        o.seed = 5;
         o.workers = workers;
-        o.clock = [this] { return now_ns; };
-        int err = -1;
-        dev = Device::open("loopback", o, &err);
-        REQUIRE(err == 0);
+        dev = net.open(0, 5, o);
         pd = dev->alloc_pd();
         scq = dev->create_cq(256);
         rcq = dev->create_cq(256);
+        int err = -1;
         srq = pd->create_srq(attr, &err);
         REQUIRE(err == 0);
         REQUIRE(srq != nullptr);
@@ -66,16 +73,7 @@ struct SrqSetup {
         b.clear();
     }
     bool run(const std::function<bool()>& done, std::uint64_t budget_ns = 200'000'000) {
-        const std::uint64_t deadline = now_ns + budget_ns;
-        for (std::size_t pass = 0; pass < 2'000'000; ++pass) {
-            dev->progress();
-            if (done()) return true;
-            const std::uint64_t next = dev->next_wakeup_ns();
-            if (next == UINT64_MAX) return done();
-            now_ns = std::max(now_ns, next);
-            if (now_ns > deadline) return done();
-        }
-        return done();
+        return net.run({dev.get()}, done, budget_ns);
     }
     /// Receive i: dst bytes [i * each, (i + 1) * each).
     int post_receives(std::size_t first, std::size_t n, std::uint32_t each) {
