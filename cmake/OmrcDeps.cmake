@@ -4,6 +4,16 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 # libpcap: the pcap=FILE device argument (capture driver) and wire_samples.
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
+# Encrypted mode (lib/security): AES-GCM from intel-ipsec-mb (libipsec-mb-dev,
+# no pkg-config file), the PSP key derivation (SP 800-108 KBKDF with CMAC) and
+# constant-time compares from OpenSSL 3's libcrypto. bench/crypto_cost
+# measures the two libraries' AES-GCM against each other (docs/PERFORMANCE.md).
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto>=3)
+find_library(OMRC_IPSECMB_LIB IPSec_MB REQUIRED)
+find_path(OMRC_IPSECMB_INCLUDE intel-ipsec-mb.h REQUIRED)
+add_library(omrc_ipsecmb INTERFACE)
+target_include_directories(omrc_ipsecmb INTERFACE ${OMRC_IPSECMB_INCLUDE})
+target_link_libraries(omrc_ipsecmb INTERFACE ${OMRC_IPSECMB_LIB})
 # DPDK is optional: without it the "dpdk" driver and its tests are not built.
 pkg_check_modules(DPDK IMPORTED_TARGET libdpdk)
 find_package(fmt 9 REQUIRED)

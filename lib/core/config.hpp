@@ -11,6 +11,7 @@
 #include "routing/fabric.hpp"
 #include "wire/ethernet.hpp"
 #include "wire/frame.hpp"
+#include "wire/psp.hpp"
 #include "wire/ipv6.hpp"
 
 namespace omrc::core {
@@ -173,6 +174,16 @@ struct EngineConfig {
     /// shard_bits = 0: one engine, numbered as ever.
     std::uint32_t shard = 0;       ///< this engine's shard, < 2^shard_bits
     std::uint32_t shard_bits = 0;  ///< 0..kMaxShardBits
+
+    /// Encrypted mode (docs/PROTOCOL.md §12): the device's PSP master keys.
+    /// A QP opened with QpAttr::encrypt derives the keys of its SPIs from
+    /// them; without the master key its SPIs name, it cannot be encrypted.
+    struct Security {
+        std::array<std::array<std::uint8_t, 32>, 2> master_keys{};  ///< AES-256 CMAC keys (SPI bit 31 picks one)
+        std::uint8_t present = 0;       ///< bit k: master_keys[k] is set
+        std::uint8_t key_select = 0;    ///< the master key our new SPIs name (0 or 1)
+        std::uint32_t replay_window = 4096;  ///< IVs remembered per receive epoch: a power of two, 64..65536
+    } security{};
 };
 
 /// At most 2^kMaxShardBits engines (workers) per device.
@@ -246,6 +257,18 @@ struct QpAttr {
     /// max_dest_rd_atomic; 0 acts as 1), 0..kMaxRdAtomic. Set at INIT→RTR or later.
     std::uint8_t max_dest_rd_atomic = kMaxRdAtomic;
     CcConfig cc{};
+    // Encrypted mode (INIT→RTR with kAttrSecurity; docs/PROTOCOL.md §12).
+    /// Seal every frame of the QP (AES-GCM, PSP) and accept only sealed ones.
+    bool encrypt = false;
+    wire::PspVersion psp_version = wire::PspVersion::aes_gcm_256;
+    /// The master key (0 or 1) the peer's SPI names (its EngineConfig::security.key_select).
+    std::uint8_t psp_peer_key_select = 0;
+    /// The peer's key for its SPI, as a connection manager hands it over
+    /// (PSP: the receiver derives it and gives it to the sender). Unset: the
+    /// key is derived here from our master key of the same index, which then
+    /// must be the peer's too (a key the cluster shares). Only derived keys rotate.
+    bool psp_tx_key_set = false;
+    std::array<std::uint8_t, 32> psp_tx_key{};  ///< the first psp_key_bytes(psp_version) bytes
 };
 
 /// The wait an IBTA RNR timer code (5 bits, the AETH of an RNR NAK) stands
@@ -275,6 +298,7 @@ enum QpAttrMask : std::uint32_t {
     kAttrRnrRetry = 1u << 12,     ///< RTR→RTS or later
     kAttrMaxRdAtomic = 1u << 13,      ///< RTR→RTS or later
     kAttrMaxDestRdAtomic = 1u << 14,  ///< INIT→RTR or later
+    kAttrSecurity = 1u << 15,         ///< INIT→RTR: encrypt, psp_version, psp_peer_key_select, psp_tx_key
 };
 
 }  // namespace omrc::core

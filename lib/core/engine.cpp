@@ -57,6 +57,11 @@ const char* to_string(DropReason r) noexcept {
         case DropReason::recv_too_small: return "recv_too_small";
         case DropReason::bad_read: return "bad_read";
         case DropReason::unexpected: return "unexpected";
+        case DropReason::psp_unknown_spi: return "psp_unknown_spi";
+        case DropReason::psp_bad_tag: return "psp_bad_tag";
+        case DropReason::psp_replay: return "psp_replay";
+        case DropReason::psp_old_epoch: return "psp_old_epoch";
+        case DropReason::psp_required: return "psp_required";
         case DropReason::count_: break;
     }
     return "unknown";
@@ -76,6 +81,8 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
     cfg_.shard &= (1u << cfg_.shard_bits) - 1;
     qps_.resize(cfg_.max_qps);
     local_up_ = all_planes();
+    const std::uint32_t w = cfg_.security.replay_window;
+    if (w < 64 || w > 65536 || !std::has_single_bit(w)) cfg_.security.replay_window = 4096;
 }
 
 Engine::~Engine() = default;
@@ -105,6 +112,7 @@ SubmitResult Engine::submit(const Command& cmd, TimeNs now) {
             else if constexpr (std::is_same_v<T, CmdModifySrq>) return modify_srq(c);
             else if constexpr (std::is_same_v<T, CmdDestroySrq>) return destroy_srq(c);
             else if constexpr (std::is_same_v<T, CmdPostSrqRecv>) return post_srq_recv(c);
+            else if constexpr (std::is_same_v<T, CmdRotateKey>) return rotate_key(c);
             else static_assert(kUnhandledCommand<T>, "Engine::submit: a Command alternative has no branch");
         },
         cmd);
@@ -178,6 +186,7 @@ SubmitResult Engine::destroy_qp(const CmdDestroyQp& c) {
     Qp* qp = qp_by_num(c.qpn);
     if (qp == nullptr) return {EINVAL};
     if (qp->srq != nullptr) --qp->srq->qps;
+    clear_security(*qp);
     std::erase(live_, qp);
     std::erase(tx_active_, qp);
     std::erase(ack_list_, qp);
@@ -265,7 +274,13 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         const std::uint8_t dest_rd_atomic =
             (c.mask & kAttrMaxDestRdAtomic) ? a.max_dest_rd_atomic : qp->attr.max_dest_rd_atomic;
         if (dest_rd_atomic > kMaxRdAtomic) return {EINVAL};
+        const QpAttr before = qp->attr;
         qp->attr = a;
+        if (const int err = (c.mask & kAttrSecurity) && a.encrypt ? set_security(*qp, a) : (clear_security(*qp), 0);
+            err != kOk) {
+            qp->attr = before;
+            return {err};
+        }
         qp->attr.max_rd_atomic = rd_atomic;
         qp->attr.max_dest_rd_atomic = dest_rd_atomic;
         qp->attr.access_flags = access;
@@ -283,6 +298,11 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         assert(std::has_single_bit(qp->rcv_window) && qp->rcv_window >= 128 &&
                "receive window and transmit ring: a power of two ≥ 128 (bitmaps span two words)");
         prepare_specs(*qp);
+        if (qp->sec && qp->data_tmpl.icrc_offset() + wire::kPspClearBytesAfterIp > wire::GatherFrame::kMaxHeader) {
+            clear_security(*qp);  // an SRv6 path with an SRH: the sealed headers would not fit
+            qp->attr = before;
+            return {EINVAL};
+        }
         qp->state = QpState::rtr;
         return {kOk};
     }
@@ -522,9 +542,21 @@ void Engine::enter_error(Qp& qp, WcStatus first_status, TimeNs) {
 
 std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
     std::size_t n = 0;
+    seal_used_ = 0;  // the sealed frames of the last call are the driver's now (copied or sent)
     while (n < out.size() && !ctrl_.empty()) {
-        out[n++].assign_used(ctrl_.front());
+        out[n].assign_used(ctrl_.front());
+        const std::uint32_t seal_for = ctrl_seal_.front();
         ctrl_.pop_front();
+        ctrl_seal_.pop_front();
+        if (seal_for != 0) {
+            // Sealed as it leaves, so that its cipher text lives no longer than this call's.
+            Qp* qp = qp_by_num(seal_for);
+            if (qp == nullptr || !qp->sec || !seal_frame(*qp, out[n])) {
+                ++stats_.psp_seal_failures;
+                continue;
+            }
+        }
+        ++n;
         ++stats_.tx_ctrl_frames;
     }
     // One data packet per QP per round, round robin over the QPs with work;
@@ -632,10 +664,19 @@ void Engine::on_rx_burst(std::span<const wire::RxFrame> frames, TimeNs now) {
     if (!credit_granted_.empty()) credit_send_grants(now);
 }
 
-void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
+void Engine::rx_one(const wire::RxFrame& arrived, TimeNs now) {
     ++stats_.rx_frames;
+    // A sealed frame is opened first (everything checked before any state
+    // changes), then handled as the plain frame inside it.
+    Qp* sealed_for = nullptr;
+    wire::RxFrame opened;
+    if (secure_qps_ > 0 && wire::is_psp_frame({arrived.data, arrived.len})) {
+        if (!open_frame(arrived, opened, sealed_for)) return;
+    }
+    const wire::RxFrame& frame = sealed_for != nullptr ? opened : arrived;
     wire::FrameView f;
-    const wire::ParseOptions opts{.verify_icrc = cfg_.verify_icrc};
+    // The ICRC of a sealed frame was checked over the sealed bytes.
+    const wire::ParseOptions opts{.verify_icrc = cfg_.verify_icrc && sealed_for == nullptr};
     const wire::WireError e = wire::parse_frame_view(frame, opts, f);
     if (e != wire::WireError::ok) {
         ++stats_.rx_wire_errors[static_cast<std::size_t>(e)];
@@ -654,6 +695,8 @@ void Engine::rx_one(const wire::RxFrame& frame, TimeNs now) {
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);
     if (!f.ip_src_is(qp->attr.peer_addr)) return drop(DropReason::wrong_source);
+    // An encrypted QP takes sealed frames only (open_frame matched the SPI to this QP).
+    if (qp->sec && sealed_for != qp) return drop(DropReason::psp_required);
     if (f.has_crth && qp->cc_info->receiver_credit) credit_rx(*qp, f.crth(), f, now);
     if (f.trim != wire::TrimKind::none) return on_trimmed(*qp, f, now);
     switch (op) {

@@ -59,8 +59,13 @@ struct CmdModifySrq { std::uint32_t srqn = 0; std::uint32_t mask = 0; std::uint3
 /// EBUSY while QPs use it; its receives not taken go with it, uncompleted (ibverbs).
 struct CmdDestroySrq { std::uint32_t srqn = 0; };
 struct CmdPostSrqRecv { std::uint32_t srqn = 0; std::span<const RecvRequest> wrs{}; };
+/// Encrypted mode: begins the QP's next transmit key epoch (a new SPI of the
+/// peer's, its key derived from the master key). EINVAL: not encrypted or not
+/// RTS; EOPNOTSUPP: its key was given, not derived; EBUSY: packets first sent
+/// before the last rotation are not all acknowledged yet (try again later).
+struct CmdRotateKey { std::uint32_t qpn = 0; };
 using Command = std::variant<CmdCreateQp, CmdModifyQp, CmdDestroyQp, CmdPostSend, CmdPostRecv, CmdLinkChange, CmdDenyEv,
-                             CmdProbeEv, CmdCreateSrq, CmdModifySrq, CmdDestroySrq, CmdPostSrqRecv>;
+                             CmdProbeEv, CmdCreateSrq, CmdModifySrq, CmdDestroySrq, CmdPostSrqRecv, CmdRotateKey>;
 
 struct SubmitResult {
     int err = kOk;               ///< errno value
@@ -132,6 +137,23 @@ private:
     SubmitResult destroy_srq(const CmdDestroySrq& c);
     SubmitResult post_srq_recv(const CmdPostSrqRecv& c);
     Srq* srq_by_num(std::uint32_t srqn) noexcept;
+    // engine_psp.cpp: encrypted mode (docs/PROTOCOL.md §12)
+    /// INIT→RTR with kAttrSecurity: the QP's security associations; EINVAL
+    /// when a master key it needs is missing.
+    int set_security(Qp& qp, const QpAttr& a);
+    void clear_security(Qp& qp) noexcept;
+    SubmitResult rotate_key(const CmdRotateKey& c);
+    /// Rewrites the plain frame `g` of `qp` as a sealed one: clear part in
+    /// g.header, cipher text and ICV in an engine buffer valid until the next
+    /// poll_tx(), ICRC in g.tail. False (frame not sendable) when the headers
+    /// do not fit or no buffer is left.
+    bool seal_frame(Qp& qp, wire::GatherFrame& g);
+    /// Opens a sealed frame: checks ICRC, SPI, epoch, replay and ICV, then
+    /// writes the plain frame to rx_plain_ and points `out` at it. False: the
+    /// frame was dropped (counted); nothing changed.
+    bool open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp);
+    QpSecurity::RxEpoch* rx_epoch_for(Qp& qp, std::uint32_t spi);
+    bool derive_rx_epoch(const Qp& qp, std::uint32_t spi, QpSecurity::RxEpoch& ep) const;
     /// Makes qp.rq hold at least `need` receives, taking the missing ones
     /// from the QP's SRQ (all or none, oldest first); false when it cannot
     /// (no SRQ, or too few posted). Raises the SRQ's limit event when due.
@@ -362,6 +384,13 @@ private:
     /// deadline no longer matches Qp::timer_armed_ns are stale and skipped.
     std::vector<std::pair<TimeNs, std::uint32_t>> timers_;
     Ring<wire::GatherFrame> ctrl_;           ///< control frames waiting for poll_tx
+    Ring<std::uint32_t> ctrl_seal_;          ///< per ctrl_ entry: the encrypted QP to seal it for at poll_tx, 0 = plain
+    std::uint32_t secure_qps_ = 0;           ///< QPs with encrypted mode (sealed frames are looked for only then)
+    /// Cipher text + ICV of the sealed frames of one poll_tx() (valid until the next).
+    std::vector<std::unique_ptr<std::uint8_t[]>> seal_slots_;
+    std::size_t seal_used_ = 0;
+    std::vector<std::uint8_t> rx_plain_;     ///< the plain frame of the sealed one being received
+    std::vector<std::uint8_t> rx_flat_;      ///< a header-split sealed frame made contiguous
     std::uint8_t rx_plane_ = 0;              ///< plane of the frame being received (rx_one)
     std::uint32_t rx_ev_ = 0;                ///< its EV
     const wire::IntStack* rx_telemetry_ = nullptr;  ///< its INT records (null = none), valid during rx_one

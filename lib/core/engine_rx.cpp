@@ -30,6 +30,7 @@ wire::GatherFrame* Engine::ctrl_slot() {
     }
     wire::GatherFrame& g = ctrl_.emplace_back();  // a reused slot: clear what not every builder sets
     g.telemetry = nullptr;
+    ctrl_seal_.push_back(0);  // address_ctrl() marks a frame of an encrypted QP
     return &g;
 }
 
@@ -107,6 +108,9 @@ wire::FrameSpec& Engine::address_ctrl(Qp& qp, std::uint8_t plane, std::uint32_t 
     s.ev = ev;
     if (cfg_.mode == wire::FrameMode::srv6) s.outer.dst = qp.usid_template.apply(ev);
     g.plane = plane;
+    // The QP's own control frames (ACK, SACK, NACK, probe: DestQP the peer's
+    // QP) are sealed for an encrypted QP; endpoint messages never are.
+    if (qp.sec && !ctrl_seal_.empty() && &g == &ctrl_.back()) ctrl_seal_.back() = qp.qpn;
     return s;
 }
 

@@ -266,6 +266,13 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     }
     wire::store_le32(out.tail.data() + pad, crc);
     out.tail_len = static_cast<std::uint8_t>(pad + 4);
+    // Never fails for a data frame: modify_qp checked that its headers fit sealed.
+    if (qp.sec && !seal_frame(qp, out)) {
+        assert(false && "a data frame of an encrypted QP always seals (modify_qp checked its headers fit)");
+        ++stats_.psp_seal_failures;
+        out.segment_count = 0;  // never the payload in the clear: a truncated frame the peer drops (a loss)
+        out.tail_len = 0;
+    }
 }
 
 void Engine::send_probe(Qp& qp, const PathSet::ProbeDue& due, TimeNs now) {

@@ -15,6 +15,7 @@
 #include "core/cc_credit.hpp"
 #include "core/config.hpp"
 #include "core/paths.hpp"
+#include "core/qp_security.hpp"
 #include "core/ring.hpp"
 #include "core/rtt_estimator.hpp"
 #include "core/srq.hpp"
@@ -169,6 +170,8 @@ struct Qp {
     std::uint64_t tx_seq = 0;
     PathSet paths;
     std::unique_ptr<CongestionControl> cc;
+    /// Encrypted mode (QpAttr::encrypt); null: plain frames.
+    std::unique_ptr<QpSecurity> sec;
     Credit* credit = nullptr;       ///< cc, when it is the receiver-credit mode (its send gate and request); else null
     /// The registration of attr.cc.algorithm (set from RTR on: never null there).
     const CcAlgorithmInfo* cc_info = nullptr;

@@ -28,6 +28,12 @@ enum class DropReason : std::uint8_t {
     recv_too_small,   ///< SEND longer than its receive buffer: NAKed (invalid request), the QP fails
     bad_read,         ///< READ response naming no READ of ours or outside it; READ request beyond max_dest_rd_atomic (NAKed)
     unexpected,       ///< opcode not expected here (e.g. EP response without request)
+    // Encrypted mode (docs/PROTOCOL.md §12). Every one is decided before any state changes.
+    psp_unknown_spi,  ///< sealed frame whose SPI names no encrypted QP of ours, another QP than its BTH, a key we lack
+    psp_bad_tag,      ///< the ICV did not verify (tampered, forged, or sealed under another key)
+    psp_replay,       ///< an IV already accepted, or older than the replay window
+    psp_old_epoch,    ///< an SPI of an epoch this QP has retired
+    psp_required,     ///< a plain frame for an encrypted QP
     count_
 };
 const char* to_string(DropReason r) noexcept;
@@ -63,6 +69,7 @@ struct EngineStats {
     std::uint64_t tx_ctrl_frames = 0;
     std::array<std::uint64_t, static_cast<std::size_t>(wire::WireError::count_)> rx_wire_errors{};
     std::array<std::uint64_t, static_cast<std::size_t>(DropReason::count_)> rx_drops{};
+    std::uint64_t psp_seal_failures = 0;    ///< frames of encrypted QPs not sealed (headers too long, no buffer): not sent
     std::uint64_t port_status_sent = 0;
     std::uint64_t port_status_received = 0;
     std::uint64_t ep_responses_sent = 0;      ///< EETH answers to endpoint requests
@@ -128,6 +135,11 @@ struct QpStats {
     std::uint64_t nacks_sent = 0;
     std::uint64_t naks_sent = 0;           ///< AETH NAKs (remote access)
     std::uint64_t transport_acks_sent = 0; ///< positive 0xD1 ACKs (EngineConfig::send_transport_acks)
+    // encrypted mode
+    std::uint64_t psp_sealed = 0;          ///< frames sealed (data and control)
+    std::uint64_t psp_opened = 0;          ///< sealed frames whose ICV verified
+    std::uint64_t psp_tx_rotations = 0;    ///< transmit key epochs begun (Engine CmdRotateKey)
+    std::uint64_t psp_rx_rotations = 0;    ///< receive epochs the peer moved us to
     std::uint64_t recv_completions = 0;
     std::uint64_t imm_waiting_for_recv = 0; ///< WRITE_WITH_IMM held because no receive was posted
     std::uint64_t send_msgs_received = 0;  ///< SEND messages completed into receives

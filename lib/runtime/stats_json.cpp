@@ -197,6 +197,7 @@ nlohmann::json engine_json(const core::EngineStats& s, std::uint32_t local_plane
             {"ep_responses_received", s.ep_responses_received},
             {"ep_requests_observed", s.ep_requests_observed},
             {"ctrl_queue_overflow", s.ctrl_queue_overflow},
+            {"psp_seal_failures", s.psp_seal_failures},
             {"local_plane_mask", local_plane_mask}};
 }
 
@@ -225,7 +226,9 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"always_skip_received", s.always_skip_received}, {"restores_received", s.restores_received},
         {"penalties_received", s.penalties_received}, {"transport_acks_received", s.transport_acks_received},
         {"transport_acks_sent", s.transport_acks_sent}, {"ev_probes_sent", s.ev_probes_sent},
-        {"ev_probe_answers", s.ev_probe_answers},   {"last_ev_probe_rtt_ns", s.last_ev_probe_rtt_ns}};
+        {"ev_probe_answers", s.ev_probe_answers},   {"last_ev_probe_rtt_ns", s.last_ev_probe_rtt_ns},
+        {"psp_sealed", s.psp_sealed},               {"psp_opened", s.psp_opened},
+        {"psp_tx_rotations", s.psp_tx_rotations},   {"psp_rx_rotations", s.psp_rx_rotations}};
     // Why each retirement happened (RetireCause names; `none` never counts).
     nlohmann::json& causes = stats["ev_retirements_by_cause"] = nlohmann::json::object();
     for (std::size_t c = 1; c < core::kRetireCauses; ++c)
@@ -342,7 +345,7 @@ nlohmann::json exchange_json(const ExchangeStats& s) {
 void add(core::EngineStats& into, const core::EngineStats& s) noexcept {
     // A counter added to EngineStats must be summed here too.
     static_assert(sizeof(core::EngineStats) ==
-                      sizeof(std::uint64_t) * (13 + static_cast<std::size_t>(wire::WireError::count_) +
+                      sizeof(std::uint64_t) * (14 + static_cast<std::size_t>(wire::WireError::count_) +
                                                static_cast<std::size_t>(core::DropReason::count_)),
                   "EngineStats changed: sum the new counter in add()");
     into.rx_frames += s.rx_frames;
@@ -356,6 +359,7 @@ void add(core::EngineStats& into, const core::EngineStats& s) noexcept {
     into.ep_responses_received += s.ep_responses_received;
     into.ep_requests_observed += s.ep_requests_observed;
     into.ctrl_queue_overflow += s.ctrl_queue_overflow;
+    into.psp_seal_failures += s.psp_seal_failures;
     into.path_events_dropped += s.path_events_dropped;
     into.path_alarms_sent += s.path_alarms_sent;
     into.path_alarms_received += s.path_alarms_received;

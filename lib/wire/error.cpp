@@ -26,6 +26,9 @@ std::string_view to_string(WireError e) noexcept {
         case WireError::truncated_icrc: return "truncated_icrc";
         case WireError::bad_icrc: return "bad_icrc";
         case WireError::bad_split: return "bad_split";
+        case WireError::psp_truncated: return "psp_truncated";
+        case WireError::psp_bad_header: return "psp_bad_header";
+        case WireError::psp_bad_inner: return "psp_bad_inner";
         case WireError::bad_field: return "bad_field";
         case WireError::usid_too_many: return "usid_too_many";
         case WireError::usid_zero: return "usid_zero";

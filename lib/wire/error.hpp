@@ -34,6 +34,9 @@ enum class WireError : std::uint8_t {
     usid_zero,             ///< a uSID of 0x0000 inside a path (0 ends a container)
     usid_no_match,         ///< DA does not match this node's block + uSID
     bad_split,             ///< a header-split frame whose split is not where its payload starts
+    psp_truncated,         ///< sealed frame: PSP header, BTH, ICV or ICRC runs past the frame
+    psp_bad_header,        ///< sealed frame: PSP header OpenMRC does not send (cookie, version, crypt offset, next header)
+    psp_bad_inner,         ///< sealed frame: inner UDP header not port 4791 or its length does not match
     count_                 ///< number of reasons (array size for counters)
 };
 

@@ -10,7 +10,9 @@ cd "$root"
 declare -A allowed=(
   [lib/wire]="wire"
   [lib/routing]="routing wire"
-  [lib/core]="core routing wire"
+  # Encrypted mode's crypto (AES-GCM, PSP key derivation): pure computation over wire's types.
+  [lib/security]="security wire"
+  [lib/core]="core security routing wire"
   [lib/log]="log"
   [lib/driver]="driver core routing wire log omrc"
   [lib/runtime]="runtime driver core routing wire log omrc"

@@ -58,7 +58,9 @@ inline std::pair<std::uint32_t, std::uint32_t> connect_engines(const EngineEnd& 
                                    core::kAttrMinRnrTimer | core::kAttrMaxDestRdAtomic;
         const std::uint32_t rts = core::kAttrSqPsn | core::kAttrTimeout | core::kAttrRetryCnt | core::kAttrCc |
                                   core::kAttrRnrRetry | core::kAttrMaxRdAtomic;
-        if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, rtr}, now).err != 0)
+        // Encrypted QPs (docs/PROTOCOL.md §12) set their security attributes at RTR too.
+        const std::uint32_t rtr_mask = a.encrypt ? rtr | core::kAttrSecurity : rtr;
+        if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rtr, a, rtr_mask}, now).err != 0)
             throw std::runtime_error("modify to RTR failed");
         if (i == 1 && !y_to_rts) continue;  // y stays in RTR (a passive responder, as perftest's servers)
         if (ends[i]->engine->submit(core::CmdModifyQp{qpn[i], core::QpState::rts, a, rts}, now).err != 0)

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Engine, encrypted mode (docs/PROTOCOL.md §12): a QP's PSP security
+// associations, sealing the frames it sends, opening the ones it receives,
+// and key rotation. The AES-GCM work is lib/security's; the frame layout
+// lib/wire/psp.hpp's.
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cstring>
+
+#include "core/engine.hpp"
+#include "core/psn.hpp"
+#include "security/psp_keys.hpp"
+#include "wire/bth_peek.hpp"
+#include "wire/icrc.hpp"
+
+namespace omrc::core {
+
+namespace {
+/// Largest sealed frame: the biggest plain frame (4096-byte payload, SRv6
+/// headers, every extension header) plus PSP's overhead, with room to spare.
+constexpr std::size_t kSealSlotBytes = 4096 + 512;
+
+/// Keys are secrets: wiped once used.
+struct WipedKey {
+    security::DerivedKey k{};
+    ~WipedKey() { std::fill(k.begin(), k.end(), std::uint8_t{0}); }
+};
+}  // namespace
+
+bool Engine::derive_rx_epoch(const Qp& qp, std::uint32_t spi, QpSecurity::RxEpoch& ep) const {
+    const std::uint32_t sel = wire::spi_key_select(spi);
+    if ((cfg_.security.present & (1u << sel)) == 0) return false;
+    WipedKey key;
+    const wire::PspVersion v = qp.sec->version;
+    if (!security::psp_derive_key(cfg_.security.master_keys[sel], spi, v, key.k)) return false;
+    if (!ep.key.set_key(std::span(key.k).first(wire::psp_key_bytes(v)))) return false;
+    ep.window = ReplayWindow(cfg_.security.replay_window);
+    ep.spi = spi;
+    ep.live = true;
+    return true;
+}
+
+int Engine::set_security(Qp& qp, const QpAttr& a) {
+    if (a.psp_version != wire::PspVersion::aes_gcm_128 && a.psp_version != wire::PspVersion::aes_gcm_256) return EINVAL;
+    if (a.psp_peer_key_select > 1) return EINVAL;
+    auto sec = std::make_unique<QpSecurity>();
+    sec->version = a.psp_version;
+    const bool had = qp.sec != nullptr;
+    qp.sec = std::move(sec);
+    QpSecurity& s = *qp.sec;
+    auto fail = [&] {
+        qp.sec.reset();
+        if (had) --secure_qps_;
+        return EINVAL;
+    };
+    // Receive: our SPI of epoch 0, under the master key we name.
+    if (!derive_rx_epoch(qp, wire::psp_spi(cfg_.security.key_select, 0, qp.qpn), s.cur)) return fail();
+    // Transmit: the peer's SPI of epoch 0, with the key it gave us or the one we derive.
+    s.tx_spi = wire::psp_spi(a.psp_peer_key_select, 0, a.dest_qp_num);
+    const std::size_t key_bytes = wire::psp_key_bytes(a.psp_version);
+    if (a.psp_tx_key_set) {
+        if (!s.tx.set_key(std::span(a.psp_tx_key).first(key_bytes))) return fail();
+        s.tx_key_given = true;
+    } else {
+        if ((cfg_.security.present & (1u << a.psp_peer_key_select)) == 0) return fail();
+        WipedKey key;
+        if (!security::psp_derive_key(cfg_.security.master_keys[a.psp_peer_key_select], s.tx_spi, a.psp_version,
+                                      key.k) ||
+            !s.tx.set_key(std::span(key.k).first(key_bytes)))
+            return fail();
+    }
+    // The key the attributes carried is in the AES schedule now; do not keep a copy.
+    qp.attr.psp_tx_key.fill(0);
+    if (!had) ++secure_qps_;
+    return kOk;
+}
+
+void Engine::clear_security(Qp& qp) noexcept {
+    if (!qp.sec) return;
+    qp.sec.reset();
+    assert(secure_qps_ > 0 && "secure_qps_ counts QPs with Qp::sec");
+    --secure_qps_;
+}
+
+SubmitResult Engine::rotate_key(const CmdRotateKey& c) {
+    Qp* qp = qp_by_num(c.qpn);
+    if (qp == nullptr || !qp->sec || qp->state != QpState::rts) return {EINVAL};
+    QpSecurity& s = *qp->sec;
+    if (s.tx_key_given) return {EOPNOTSUPP};
+    // The peer retires our epoch before last when it sees the new one: every
+    // packet first sent under it must be acknowledged by then.
+    if (s.tx_rotated && psn_diff(qp->snd_una, s.tx_epoch_psn) < 0) return {EBUSY};
+    const std::uint32_t sel = wire::spi_key_select(s.tx_spi);
+    const std::uint32_t spi = wire::psp_spi(sel, wire::spi_epoch(s.tx_spi) + 1, wire::spi_qpn(s.tx_spi));
+    WipedKey key;
+    security::AesGcm next;
+    if ((cfg_.security.present & (1u << sel)) == 0 ||
+        !security::psp_derive_key(cfg_.security.master_keys[sel], spi, s.version, key.k) ||
+        !next.set_key(std::span(key.k).first(wire::psp_key_bytes(s.version))))
+        return {EINVAL};
+    s.tx = std::move(next);
+    s.tx_spi = spi;
+    s.tx_iv = 0;
+    s.tx_epoch_psn = qp->snd_nxt;
+    s.tx_rotated = true;
+    ++qp->stats.psp_tx_rotations;
+    return {kOk};
+}
+
+bool Engine::seal_frame(Qp& qp, wire::GatherFrame& g) {
+    QpSecurity& s = *qp.sec;
+    wire::BthPeek peek;
+    if (!wire::peek_bth(std::span(g.header).first(g.header_len), peek)) return false;
+    const std::size_t ip_off = peek.ip_offset;
+    const std::size_t bth_end = ip_off + wire::Ipv6Hdr::kSize + wire::UdpHdr::kSize + wire::BthHdr::kSize;
+    const std::size_t clear_len = ip_off + wire::kPspClearBytesAfterIp;
+    if (clear_len > wire::GatherFrame::kMaxHeader || bth_end > g.header_len || g.tail_len < wire::kIcrcSize) return false;
+    if (seal_used_ == seal_slots_.size()) seal_slots_.push_back(std::make_unique<std::uint8_t[]>(kSealSlotBytes));
+    std::uint8_t* slot = seal_slots_[seal_used_].get();
+
+    // What gets encrypted: extension headers, payload, pad (not the plain ICRC).
+    std::array<std::span<const std::uint8_t>, wire::GatherFrame::kMaxSegments + 2> pieces;
+    std::size_t np = 0, ct_len = 0;
+    auto add = [&](const std::uint8_t* p, std::size_t n) {
+        if (n == 0) return;
+        pieces[np++] = {p, n};
+        ct_len += n;
+    };
+    add(g.header.data() + bth_end, g.header_len - bth_end);
+    for (std::size_t i = 0; i < g.segment_count; ++i) add(g.segments[i].data, g.segments[i].len);
+    add(g.tail.data(), g.tail_len - wire::kIcrcSize);
+    if (ct_len + wire::kPspIcvSize > kSealSlotBytes) return false;
+
+    if (++s.tx_iv == 0) ++s.tx_iv;  // 2^64 frames under one key: never reached; IV 0 is never sent
+    const wire::PspHdr h{.version = s.version, .spi = s.tx_spi, .iv = s.tx_iv};
+    std::array<std::uint8_t, wire::GatherFrame::kMaxHeader> clear;
+    const std::size_t n = wire::psp_write_clear_part(std::span(g.header).first(g.header_len), ip_off, cfg_.mode, h, clear);
+    if (n != clear_len) return false;
+    const std::size_t psp_off = ip_off + wire::Ipv6Hdr::kSize + wire::UdpHdr::kSize;
+    // Nonce = SPI || IV as the header carries them; AAD = PSP header, inner UDP, BTH.
+    const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(clear.data() + psp_off + 4, 12);
+    const std::span<const std::uint8_t> aad(clear.data() + psp_off, clear_len - psp_off);
+    if (!s.tx.seal(nonce, aad, std::span(pieces).first(np), slot,
+                   std::span<std::uint8_t, security::kGcmTagBytes>(slot + ct_len, security::kGcmTagBytes)))
+        return false;
+    ++seal_used_;
+    std::memcpy(g.header.data(), clear.data(), clear_len);
+    g.header_len = static_cast<std::uint16_t>(clear_len);
+    g.segments[0] = {slot, static_cast<std::uint32_t>(ct_len + wire::kPspIcvSize)};
+    g.segment_count = 1;
+    g.payload_in_engine_memory = true;  // a zero-copy driver copies it
+    std::uint32_t crc = 0;
+    if (cfg_.compute_icrc) {
+        const std::span<const std::uint8_t> body(slot, ct_len + wire::kPspIcvSize);
+        crc = wire::icrc_compute_pieces(std::span(g.header).subspan(ip_off, clear_len - ip_off), {&body, 1}, 0);
+    }
+    wire::store_le32(g.tail.data(), crc);
+    g.tail_len = wire::kIcrcSize;
+    ++qp.stats.psp_sealed;
+    return true;
+}
+
+QpSecurity::RxEpoch* Engine::rx_epoch_for(Qp& qp, std::uint32_t spi) {
+    QpSecurity& s = *qp.sec;
+    if (s.cur.live && spi == s.cur.spi) return &s.cur;
+    if (s.prev.live && spi == s.prev.spi) return &s.prev;
+    const std::uint32_t ahead = (wire::spi_epoch(spi) - wire::spi_epoch(s.cur.spi)) & wire::kSpiEpochMask;
+    if (ahead == 1) {
+        // The peer's next epoch: derived once, kept until a frame under it verifies.
+        if (s.next.live && s.next.spi == spi) return &s.next;
+        if (derive_rx_epoch(qp, spi, s.next)) return &s.next;
+        s.next.live = false;
+        drop(DropReason::psp_unknown_spi);
+        return nullptr;
+    }
+    // Behind us (half the epoch space back): retired. Anything else names no SA of ours.
+    drop(ahead >= (wire::kSpiEpochMask + 1) / 2 ? DropReason::psp_old_epoch : DropReason::psp_unknown_spi);
+    return nullptr;
+}
+
+bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out) {
+    std::span<const std::uint8_t> f(in.data, in.len);
+    if (in.payload != nullptr) {
+        // Header split: make it contiguous (the split point is not ours to trust; the layout walk checks all).
+        if (in.split > in.len) {
+            ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::bad_split)];
+            return false;
+        }
+        rx_flat_.resize(in.frame_len());
+        std::memcpy(rx_flat_.data(), in.data, in.split);
+        std::memcpy(rx_flat_.data() + in.split, in.payload, in.payload_len);
+        std::memcpy(rx_flat_.data() + in.split + in.payload_len, in.data + in.split, in.len - in.split);
+        f = rx_flat_;
+    }
+    wire::PspLayout l;
+    if (const wire::WireError e = wire::locate_psp(f, l); e != wire::WireError::ok) {
+        ++stats_.rx_wire_errors[static_cast<std::size_t>(e)];
+        return false;
+    }
+    if (cfg_.verify_icrc &&
+        !wire::icrc_verify(f.subspan(l.ip_offset, l.icrc_offset + wire::kIcrcSize - l.ip_offset))) {
+        ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::bad_icrc)];
+        return false;
+    }
+    const std::uint32_t spi = l.psp.spi;
+    Qp* qp = qp_by_num(wire::spi_qpn(spi));
+    // The SPI must name an encrypted QP of ours, the one BTH names, with this version.
+    if (qp == nullptr || !qp->sec || wire::spi_qpn(spi) != l.dest_qp || l.psp.version != qp->sec->version) {
+        drop(DropReason::psp_unknown_spi);
+        return false;
+    }
+    QpSecurity& s = *qp->sec;
+    QpSecurity::RxEpoch* ep = rx_epoch_for(*qp, spi);
+    if (ep == nullptr) return false;
+    if (ep->window.check(l.psp.iv) != ReplayWindow::Verdict::fresh) {
+        drop(DropReason::psp_replay);
+        return false;
+    }
+    // The plain frame: headers up to BTH rebuilt, then the decrypted bytes, then an ICRC slot.
+    const std::size_t plain_len = f.size();  // ≥ the plain frame (sealed = plain + overhead)
+    if (rx_plain_.size() < plain_len) rx_plain_.resize(std::max<std::size_t>(plain_len, kSealSlotBytes));
+    const std::size_t n = wire::psp_write_plain_part(f, l, rx_plain_);
+    if (n == 0) {
+        ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::psp_truncated)];
+        return false;
+    }
+    const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(f.data() + l.psp_offset + 4, 12);
+    const std::span<const std::uint8_t> aad = f.subspan(l.psp_offset, l.aad_len());
+    const std::span<const std::uint8_t> ct = f.subspan(l.ct_offset, l.ct_len);
+    const std::span<const std::uint8_t, security::kGcmTagBytes> tag(f.data() + l.icv_offset(), security::kGcmTagBytes);
+    if (!ep->key.open(nonce, aad, {&ct, 1}, rx_plain_.data() + n, tag)) {
+        drop(DropReason::psp_bad_tag);
+        return false;
+    }
+    ep->window.commit(l.psp.iv);
+    if (ep == &s.next) {
+        // The peer has moved on: its epoch before last is retired.
+        s.prev = std::move(s.cur);
+        s.cur = std::move(s.next);
+        s.next.live = false;
+        ++qp->stats.psp_rx_rotations;
+    }
+    ++qp->stats.psp_opened;
+    wire::store_le32(rx_plain_.data() + n + l.ct_len, 0);  // not checked: the sealed frame's was
+    out = wire::RxFrame{rx_plain_.data(), static_cast<std::uint32_t>(n + l.ct_len + wire::kIcrcSize), in.plane};
+    out.telemetry = in.telemetry;
+    out.no_reply = in.no_reply;
+    qp_out = qp;
+    return true;
+}
+
+}  // namespace omrc::core

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// PSP key derivation: the key of an SPI from the receiver's master key, as
+// the PSP specification defines it — NIST SP 800-108 in counter mode with
+// AES-CMAC-256 as the PRF, label "Pv0" (AES-GCM-128) or "Pv1" (AES-GCM-256),
+// a zero separator, the SPI as context and the key length in bits, one
+// 16-byte CMAC block per counter value. Computed with OpenSSL's KBKDF.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "wire/psp.hpp"
+
+namespace omrc::security {
+
+inline constexpr std::size_t kMasterKeyBytes = 32;  ///< AES-256 CMAC key
+using MasterKey = std::array<std::uint8_t, kMasterKeyBytes>;
+using DerivedKey = std::array<std::uint8_t, 32>;     ///< the first psp_key_bytes(version) bytes are used
+
+/// The key of `spi` for `version` under `master` (bit 31 of the SPI says
+/// which of the receiver's two master keys the caller passes). False only
+/// when OpenSSL fails.
+bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, DerivedKey& out);
+
+/// Parses 64 hex digits (a master key in a configuration file). False on any
+/// other length or a non-hex digit.
+bool parse_master_key(std::string_view hex, MasterKey& out) noexcept;
+
+}  // namespace omrc::security

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Encrypted frames: the PSP security header (PSP Architecture Specification
+// 1.0) in transport mode, carrying an OpenMRC frame (docs/PROTOCOL.md §12).
+//
+//   plain:  Eth | IPv6 (| SRv6 outer, SRH) | UDP 4791 | BTH | ext | payload | pad | ICRC
+//   sealed: Eth | IPv6 (| SRv6 outer, SRH) | UDP 1000 | PSP (16) | UDP 4791 | BTH |
+//           enc(ext | payload | pad) | ICV (16) | ICRC
+//
+// The outer UDP header is the plain frame's with destination port 1000 (PSP's
+// port) and its length grown by the PSP header, the inner UDP header and the
+// ICV; its source port still carries EV[31:16] for ECMP, and the flow label
+// still carries EV[15:0]. The inner UDP header is the plain frame's own,
+// unchanged (so a receiver that strips PSP gets the plain frame back, lengths
+// and all). PSP's crypt offset leaves the inner UDP header and BTH readable
+// (5 four-byte words) but authenticated: a switch or a receiver sees the
+// opcode, DestQP and PSN of every frame, a trim keeps them. The ICRC covers
+// the sealed frame as it does a plain one (cheap corruption check first; the
+// ICV is what authenticates).
+//
+// Parsing here is bounds-checked byte walking only; the AES-GCM work is in
+// lib/security, the per-QP state in lib/core.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "wire/bth.hpp"
+#include "wire/error.hpp"
+#include "wire/frame.hpp"
+#include "wire/udp.hpp"
+
+namespace omrc::wire {
+
+/// UDP destination port of PSP-encapsulated packets (PSP specification).
+inline constexpr std::uint16_t kPspUdpPort = 1000;
+/// AES-GCM tag (PSP ICV), bytes.
+inline constexpr std::size_t kPspIcvSize = 16;
+/// Crypt offset of an OpenMRC sealed frame, 4-byte words after the PSP
+/// header: the inner UDP header (8) and BTH (12) stay in the clear.
+inline constexpr std::uint8_t kPspCryptOffsetWords = 5;
+
+/// PSP version field: the AEAD the SPI's key is for.
+enum class PspVersion : std::uint8_t { aes_gcm_128 = 0, aes_gcm_256 = 1 };
+[[nodiscard]] constexpr std::size_t psp_key_bytes(PspVersion v) noexcept { return v == PspVersion::aes_gcm_128 ? 16 : 32; }
+
+/// The 16-byte PSP header (no virtualization cookie).
+///   0 next header | 1 hdr ext len (= 1) | 2 R(2) crypt offset(6) |
+///   3 S D version(4) V 1 | 4 SPI (32) | 8 IV (64)
+struct PspHdr {
+    static constexpr std::size_t kSize = 16;
+    std::uint8_t next_header = kNextHeaderUdp;  ///< what follows: the inner UDP header
+    std::uint8_t crypt_offset = kPspCryptOffsetWords;  ///< 4-byte words after the header left in the clear, 0..63
+    bool sample = false;                         ///< S: sample this packet (PSP; OpenMRC sends 0)
+    bool drop_after_sample = false;              ///< D (PSP; OpenMRC sends 0)
+    PspVersion version = PspVersion::aes_gcm_256;
+    std::uint32_t spi = 0;                       ///< security parameters index (layout: psp_spi())
+    std::uint64_t iv = 0;                        ///< per-SA transmit counter, never 0, never repeated
+
+    WireError encode(std::span<std::uint8_t> out) const noexcept;
+    /// Rejects (psp_bad_header) what OpenMRC does not send: a cookie (V),
+    /// hdr ext len ≠ 1, the always-one bit clear, a version other than 0/1,
+    /// reserved bits set.
+    static WireError decode(std::span<const std::uint8_t> in, PspHdr& h) noexcept;
+    friend bool operator==(const PspHdr&, const PspHdr&) = default;
+};
+
+// SPI layout (OpenMRC's choice; PSP leaves all but the top bit to the
+// receiver): bit 31 selects the receiver's master key (PSP), bits 30..24 the
+// key epoch of the connection (rotation, mod 128), bits 23..0 the
+// receiver's QPN. The SPI is the receiver's: it names the QP the frame is for
+// before anything is decrypted.
+inline constexpr std::uint32_t kSpiEpochMask = 0x7F;
+[[nodiscard]] constexpr std::uint32_t psp_spi(std::uint32_t key_select, std::uint32_t epoch, std::uint32_t qpn) noexcept {
+    return ((key_select & 1u) << 31) | ((epoch & kSpiEpochMask) << 24) | (qpn & 0xFFFFFFu);
+}
+[[nodiscard]] constexpr std::uint32_t spi_key_select(std::uint32_t spi) noexcept { return spi >> 31; }
+[[nodiscard]] constexpr std::uint32_t spi_epoch(std::uint32_t spi) noexcept { return (spi >> 24) & kSpiEpochMask; }
+[[nodiscard]] constexpr std::uint32_t spi_qpn(std::uint32_t spi) noexcept { return spi & 0xFFFFFFu; }
+
+/// Where the pieces of a sealed frame lie (offsets from the frame's start).
+struct PspLayout {
+    FrameMode mode = FrameMode::plain;
+    std::uint16_t ip_offset = 0;    ///< the IPv6 header before UDP (inner in srv6 mode)
+    std::uint16_t psp_offset = 0;   ///< PSP header (= ip_offset + 40 + 8)
+    std::uint16_t bth_offset = 0;   ///< BTH (= psp_offset + 16 + 8)
+    std::uint32_t ct_offset = 0;    ///< first encrypted byte (= bth_offset + 12)
+    std::uint32_t ct_len = 0;       ///< encrypted bytes: extension headers, payload, pad
+    std::uint32_t icrc_offset = 0;  ///< the 4-byte ICRC; the ICV is the 16 bytes before it
+    PspHdr psp{};
+    std::uint32_t dest_qp = 0;      ///< BTH DestQP (clear text, authenticated)
+    std::uint8_t opcode = 0;        ///< BTH opcode, as on the wire
+    [[nodiscard]] std::uint32_t icv_offset() const noexcept { return icrc_offset - static_cast<std::uint32_t>(kPspIcvSize); }
+    /// Bytes the AES-GCM AAD covers: PSP header, inner UDP header, BTH.
+    [[nodiscard]] std::uint32_t aad_len() const noexcept { return ct_offset - psp_offset; }
+};
+
+/// True when `frame` is IPv6/UDP with destination port 1000 (a PSP frame,
+/// to be unsealed, not parsed as a plain one). Never reads past the frame.
+[[nodiscard]] bool is_psp_frame(std::span<const std::uint8_t> frame) noexcept;
+
+/// Walks and validates a sealed frame (the IPv6 chain as parse_frame() does,
+/// lengths, the PSP header, the inner UDP header: port 4791 and a length that
+/// matches, a whole BTH, room for the ICV and the ICRC) and fills `out`.
+/// Does not check the ICRC (icrc_verify over [ip_offset, end)) or the ICV.
+WireError locate_psp(std::span<const std::uint8_t> frame, PspLayout& out) noexcept;
+
+/// Bytes a sealed frame adds to a plain one: outer UDP + PSP + ICV.
+inline constexpr std::size_t kPspOverhead = UdpHdr::kSize + PspHdr::kSize + kPspIcvSize;
+/// A sealed frame's clear part after its IPv6 header before UDP: IPv6, outer
+/// UDP, PSP, inner UDP, BTH.
+inline constexpr std::size_t kPspClearBytesAfterIp = 40 + UdpHdr::kSize + PspHdr::kSize + UdpHdr::kSize + BthHdr::kSize;
+
+/// Writes the clear-text part of a sealed frame from a plain frame's headers:
+/// `plain` holds at least the plain frame's bytes up to the end of BTH,
+/// `ip_offset` is where its IPv6 header before UDP starts and `mode` its
+/// mode. Copies Ethernet and IPv6 (lengths grown by kPspOverhead), writes the
+/// outer UDP header (the plain source port, port 1000), `psp`, then the
+/// plain UDP header and BTH unchanged. `out` needs plain-through-BTH +
+/// 24 bytes; returns the bytes written (the first encrypted byte's offset),
+/// 0 when `out` or `plain` is too short.
+std::size_t psp_write_clear_part(std::span<const std::uint8_t> plain, std::size_t ip_offset, FrameMode mode,
+                                 const PspHdr& psp, std::span<std::uint8_t> out) noexcept;
+
+/// The reverse, for a located sealed frame: writes the plain frame's bytes
+/// up to the end of BTH (lengths shrunk by kPspOverhead, the inner UDP header
+/// back in place of the outer one) into `out` and returns how many (the
+/// offset where the plain frame's extension headers start), 0 if `out` is too
+/// short. The decrypted bytes and an ICRC follow there to make the plain frame.
+std::size_t psp_write_plain_part(std::span<const std::uint8_t> sealed, const PspLayout& l,
+                                 std::span<std::uint8_t> out) noexcept;
+
+}  // namespace omrc::wire
