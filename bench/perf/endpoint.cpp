@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // omrc-perf's endpoint (session.hpp): the device, its QPs and the test buffer.
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <fmt/format.h>
 #include <random>
 
@@ -51,6 +54,21 @@ std::string Endpoint::open_device(const Options& o) {
     d.planes = o.planes;
     if (o.workers != 0) d.workers = o.workers;
     if (!o.cpus.empty()) d.cpus = o.cpus;
+    if (!o.master_key_file.empty()) {
+        std::ifstream in(o.master_key_file);
+        std::string hex, word;
+        while (in >> word) hex += word;
+        std::array<std::uint8_t, 32> key{};
+        if (!in.eof() || hex.size() != 64 ||
+            !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+            return fmt::format("--master-key-file {}: not 64 hex digits", o.master_key_file);
+        for (std::size_t i = 0; i < 32; ++i) key[i] = static_cast<std::uint8_t>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+        d.security.master_key[0] = key;
+    }
+    if (!o.encrypt.empty())
+        d.security.encryption = o.encrypt == "off"           ? Encryption::off
+                                : o.encrypt == "aes-gcm-128" ? Encryption::aes_gcm_128
+                                                             : Encryption::aes_gcm_256;
     int err = 0;
     dev = Device::open(o.driver, d, &err);
     if (!dev) {

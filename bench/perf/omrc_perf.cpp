@@ -136,6 +136,10 @@ int main(int argc, char** argv) {
                    "workers (engine shards with a queue each on every port, each on a thread of its own; QPs placed on "
                    "them in turn: use -q >= workers)")
         ->check(CLI::Range(1u, 16u));
+    app.add_option("--encrypt", o.encrypt, "encrypted mode of every QP: off, aes-gcm-128 or aes-gcm-256 (both ends alike)")
+        ->check(CLI::IsMember({"off", "aes-gcm-128", "aes-gcm-256"}));
+    app.add_option("--master-key-file", o.master_key_file,
+                   "file of 64 hex digits: the PSP master key (both ends hold the same)");
     app.add_option("--cpus", o.cpus, "the CPU of each worker thread, one per worker (default: the first port's NUMA node)")
         ->delimiter(',');
     auto* evs_opt = app.add_option("--evs", o.evs, "active EVs per QP")->check(CLI::Range(1u, 4096u));

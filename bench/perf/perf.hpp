@@ -54,6 +54,10 @@ struct Options {
     std::vector<std::string> dev_args;  ///< key=value for DeviceOptions::args
     std::uint32_t workers = 0;          ///< --workers: DeviceOptions::workers (0: the configuration's, or 1)
     std::vector<int> cpus;              ///< --cpus: DeviceOptions::cpus
+    /// --encrypt: DeviceOptions::security.encryption ("": the configuration's, or off).
+    std::string encrypt;
+    /// --master-key-file: 64 hex digits, master key 0 (both ends must hold the same).
+    std::string master_key_file;
     /// --config FILE / --device NAME (config.cpp): where the device came from ("" without --config).
     std::string config, device;
     /// The device's options before --dev-arg, --eal, --pcap and --planes

@@ -5,6 +5,7 @@
 
 #include "wire/bytes.hpp"
 #include "wire/ev.hpp"
+#include "wire/psp.hpp"
 #include "wire/udp.hpp"
 
 namespace omrc::udp {
@@ -77,7 +78,7 @@ std::size_t copy_udp_payload(const wire::GatherFrame& g, std::span<std::uint8_t>
 }
 
 void write_rx_headers(std::span<std::uint8_t, kPlainHeaderBytes> out, const RxMeta& m,
-                      std::size_t datagram_len) noexcept {
+                      std::size_t datagram_len, bool sealed) noexcept {
     const std::uint32_t ev = ev_from_ports(m.plane, m.src_port, m.dst_port, m.flow_label);
     wire::EthHdr eth;
     eth.dst = m.local_mac;
@@ -92,7 +93,7 @@ void write_rx_headers(std::span<std::uint8_t, kPlainHeaderBytes> out, const RxMe
     ip.dst = m.dst;
     wire::UdpHdr udp;
     udp.src_port = wire::ev_to_udp_sport(ev);
-    udp.dst_port = wire::kRoceUdpPort;
+    udp.dst_port = sealed ? wire::kPspUdpPort : wire::kRoceUdpPort;
     udp.length = ip.payload_len;
     udp.checksum = 0;
     // The span has the exact size of the three headers: encode cannot fail.

@@ -121,8 +121,10 @@ struct RxMeta {
 };
 
 /// Writes the Ethernet, IPv6 and UDP headers of the frame a datagram of
-/// `datagram_len` bytes came from (datagram_len ≤ 65535 − 8).
+/// `datagram_len` bytes came from (datagram_len ≤ 65535 − 8). `sealed`: the
+/// datagram is a sealed frame's (wire::is_psp_payload), whose UDP
+/// destination port is PSP's 1000 rather than 4791.
 void write_rx_headers(std::span<std::uint8_t, kPlainHeaderBytes> out, const RxMeta& m,
-                      std::size_t datagram_len) noexcept;
+                      std::size_t datagram_len, bool sealed = false) noexcept;
 
 }  // namespace omrc::udp

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include "drivers/udp/udp_impl.hpp"
+#include "wire/psp.hpp"
 
 namespace omrc::udp {
 
@@ -163,8 +164,10 @@ std::uint32_t UdpDriver::Impl::accept_plain(RxSlot& r, std::uint32_t p, int res)
     if (static_cast<std::size_t>(res) < kMinDatagramBytes) return dropped(c.rx_short);
     if (!have_dst) return dropped(c.rx_no_pktinfo);
     if (!admin_up[p].load(std::memory_order_relaxed)) return dropped(c.rx_link_down);
+    // A sealed frame (PSP, docs/PROTOCOL.md §12) was sent to PSP's port 1000.
+    const bool sealed = wire::is_psp_payload({r.buf + kPlainHeaderBytes, static_cast<std::size_t>(res)});
     write_rx_headers(std::span<std::uint8_t, kPlainHeaderBytes>(r.buf, kPlainHeaderBytes), m,
-                     static_cast<std::size_t>(res));
+                     static_cast<std::size_t>(res), sealed);
     return static_cast<std::uint32_t>(kPlainHeaderBytes + static_cast<std::size_t>(res));
 }
 

@@ -253,6 +253,14 @@ int omrc_device_address_from_bytes(const uint8_t in[OMRC_DEVICE_ADDRESS_BYTES], 
  *   RTR->RTS     STATE | SQ_PSN                         (optional: TIMEOUT, RETRY_CNT, CC)
  *   any->ERR, any->RESET: STATE
  * Fill it with omrc_qp_attr_init first: a zeroed struct is not the default. */
+/* A QP's encrypted mode: AES-GCM in PSP's format on every frame. */
+enum omrc_encryption {
+    OMRC_ENCRYPTION_DEVICE_DEFAULT = 0,
+    OMRC_ENCRYPTION_OFF = 1,
+    OMRC_ENCRYPTION_AES_GCM_128 = 2,
+    OMRC_ENCRYPTION_AES_GCM_256 = 3,
+};
+
 struct omrc_qp_attr {
     enum omrc_qp_state qp_state;
     uint32_t qp_access_flags; /* OMRC_ACCESS_* the peer may use */
@@ -281,6 +289,10 @@ struct omrc_qp_attr {
     uint32_t max_rd_atomic;
     /* The peer's READs answered at once, 0..16 (0 acts as 1); INIT->RTR or later. */
     uint32_t max_dest_rd_atomic;
+    /* Encrypted mode (docs/PROTOCOL.md section 12), INIT->RTR with
+     * OMRC_QP_ENCRYPTION, else the device's security_encryption. */
+    enum omrc_encryption encryption;
+    uint32_t peer_key_select; /* the master key (0 or 1) the peer's SPIs name */
 };
 
 /* Bits of the mask given to omrc_qp_modify. */
@@ -299,6 +311,7 @@ struct omrc_qp_attr {
 #define OMRC_QP_RNR_RETRY (1u << 12)
 #define OMRC_QP_MAX_QP_RD_ATOMIC (1u << 13)
 #define OMRC_QP_MAX_DEST_RD_ATOMIC (1u << 14)
+#define OMRC_QP_ENCRYPTION (1u << 15) /* encryption, peer_key_select (INIT->RTR) */
 
 /* ------------------------------------------------------------------------
  * Device options */
@@ -369,6 +382,15 @@ struct omrc_device_options {
     uint64_t worker_spin_ns;  /* an idle worker thread polls, then yields the CPU */
     uint64_t worker_yield_ns; /* ... until this long idle, then sleeps between passes */
     uint64_t worker_sleep_ns; /* longest sleep (0: never sleeps) */
+    /* Encrypted mode: PSP master keys 0 and 1 (32 bytes each; see
+     * verbs.hpp's DeviceOptions::Security), the one new SPIs name, the
+     * replay window (IVs, a power of two 64..65536) and the encryption of
+     * QPs whose attributes say OMRC_ENCRYPTION_DEVICE_DEFAULT. */
+    uint8_t master_key[2][32];
+    bool has_master_key[2];
+    uint32_t key_select;
+    uint32_t replay_window;
+    enum omrc_encryption security_encryption;
 };
 
 /* The defaults of verbs.hpp's DeviceOptions (no args, real clock). */
@@ -501,6 +523,12 @@ int omrc_qp_post_recv(struct omrc_qp* qp, const struct omrc_recv_wr* wrs, size_t
 
 /* Stops using path `ev` (operator denial). 0, ENOENT (not in use) or EINVAL. */
 int omrc_qp_deny_ev(struct omrc_qp* qp, uint32_t ev);
+/* Encrypted mode: the next transmit key epoch, without a dropped frame.
+ * 0; EINVAL (not encrypted or not RTS); EBUSY (packets sent before the last
+ * rotation not all acknowledged yet: try again later). */
+int omrc_qp_rotate_key(struct omrc_qp* qp);
+/* 1 when the QP seals its frames, else 0. */
+int omrc_qp_encrypted(const struct omrc_qp* qp);
 
 /* Getters; 0 for a NULL handle. */
 uint32_t omrc_qp_num(const struct omrc_qp* qp);

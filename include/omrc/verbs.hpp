@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -365,6 +366,15 @@ struct DeviceAddress {
 /// Without QpAttrMask::state the QP stays in its state and only timeout,
 /// retry_cnt, rnr_retry, min_rnr_timer, max_rd_atomic (in RTS) and
 /// max_dest_rd_atomic may change.
+/// Encrypted mode of a QP (docs/PROTOCOL.md §12): every frame sealed with
+/// AES-GCM in PSP's format, only sealed frames accepted.
+enum class Encryption : std::uint8_t {
+    device_default = 0,  ///< DeviceOptions::security.encryption
+    off,
+    aes_gcm_128,
+    aes_gcm_256,
+};
+
 struct QpAttr {
     QpState qp_state = QpState::reset;
     /// AccessFlags the peer may use (REMOTE_WRITE to be written, REMOTE_READ to be read)
@@ -396,6 +406,11 @@ struct QpAttr {
     /// request beyond it is refused with rem_inv_req_err (IBTA max_dest_rd_atomic).
     std::uint32_t max_dest_rd_atomic = kMaxRdAtomic;
     CcConfig cc{};
+    /// Read at INIT→RTR (QpAttrMask::encryption, else the device's default).
+    /// Both ends must agree: an encrypted QP drops every plain frame.
+    Encryption encryption = Encryption::device_default;
+    /// The master key (0 or 1) the peer's SPIs name: its DeviceOptions::security.key_select.
+    std::uint32_t peer_key_select = 0;
 };
 
 /// Bits of the mask given to Qp::modify() (ibv_qp_attr_mask's role).
@@ -415,6 +430,7 @@ struct QpAttrMask {
     static constexpr std::uint32_t rnr_retry = 1u << 12;      ///< RTR→RTS or later
     static constexpr std::uint32_t max_rd_atomic = 1u << 13;  ///< RTR→RTS or later
     static constexpr std::uint32_t max_dest_rd_atomic = 1u << 14;  ///< INIT→RTR or later
+    static constexpr std::uint32_t encryption = 1u << 15;  ///< INIT→RTR: encryption, peer_key_select
 };
 
 // ---------------------------------------------------------------------------
@@ -550,6 +566,20 @@ struct DeviceOptions {
     std::uint64_t worker_spin_ns = 20'000;
     std::uint64_t worker_yield_ns = 2'000'000;
     std::uint64_t worker_sleep_ns = 100'000;
+
+    /// Encrypted mode (docs/PROTOCOL.md §12, docs/CONFIG.md "security").
+    struct Security {
+        /// PSP master keys 0 and 1 (AES-256 CMAC keys): the keys of the
+        /// device's SPIs derive from them. Without a connection manager
+        /// handing keys over, an encrypted QP derives its peer's key too, so
+        /// both devices hold the same key at the index the peer's SPIs name
+        /// (a key the cluster shares).
+        std::optional<std::array<std::uint8_t, 32>> master_key[2];
+        std::uint32_t key_select = 0;       ///< the master key our SPIs name (0 or 1)
+        std::uint32_t replay_window = 4096; ///< IVs remembered per receive epoch: a power of two, 64..65536
+        /// What QPs whose attributes say Encryption::device_default get.
+        Encryption encryption = Encryption::off;
+    } security;
 
     /// The device's clock in ns, read at every progress() call and nowhere
     /// else. Empty: a steady real clock. A virtual clock (simulation, tests
@@ -834,6 +864,15 @@ public:
 
     /// Stops using path `ev` (operator denial). 0, or ENOENT if not in use.
     int deny_ev(std::uint32_t ev);
+
+    /// Encrypted mode: starts the next transmit key epoch (a new SPI of the
+    /// peer's and its key), without dropping a frame or the connection; the
+    /// peer follows when the first frame under it arrives. 0; EINVAL (not
+    /// encrypted, not RTS), EBUSY (packets sent before the last rotation are
+    /// not all acknowledged yet: try again later).
+    int rotate_key();
+    /// Whether the QP seals its frames (decided at INIT→RTR).
+    [[nodiscard]] bool encrypted() const;
 
     [[nodiscard]] std::uint32_t qp_num() const noexcept { return qpn_; }
     /// 16-bit connection id the peer needs in QpAttr::dest_conn_id.

@@ -65,7 +65,11 @@ static_assert(OMRC_QP_STATE == QpAttrMask::state && OMRC_QP_ACCESS_FLAGS == QpAt
               OMRC_QP_TIMEOUT == QpAttrMask::timeout && OMRC_QP_RETRY_CNT == QpAttrMask::retry_cnt &&
               OMRC_QP_CC == QpAttrMask::cc && OMRC_QP_MIN_RNR_TIMER == QpAttrMask::min_rnr_timer &&
               OMRC_QP_RNR_RETRY == QpAttrMask::rnr_retry && OMRC_QP_MAX_QP_RD_ATOMIC == QpAttrMask::max_rd_atomic &&
-              OMRC_QP_MAX_DEST_RD_ATOMIC == QpAttrMask::max_dest_rd_atomic);
+              OMRC_QP_MAX_DEST_RD_ATOMIC == QpAttrMask::max_dest_rd_atomic && OMRC_QP_ENCRYPTION == QpAttrMask::encryption);
+static_assert(OMRC_ENCRYPTION_DEVICE_DEFAULT == static_cast<int>(Encryption::device_default) &&
+              OMRC_ENCRYPTION_OFF == static_cast<int>(Encryption::off) &&
+              OMRC_ENCRYPTION_AES_GCM_128 == static_cast<int>(Encryption::aes_gcm_128) &&
+              OMRC_ENCRYPTION_AES_GCM_256 == static_cast<int>(Encryption::aes_gcm_256));
 
 // The address is a plain value without padding (byte-serialisable as it is).
 static_assert(sizeof(omrc_device_address) == OMRC_DEVICE_ADDRESS_BYTES);
@@ -150,6 +154,24 @@ int from_c(const omrc_device_options& in, DeviceOptions& out, std::string& why) 
     out.worker_spin_ns = in.worker_spin_ns;
     out.worker_yield_ns = in.worker_yield_ns;
     out.worker_sleep_ns = in.worker_sleep_ns;
+    for (int k = 0; k < 2; ++k) {
+        out.security.master_key[k].reset();
+        if (in.has_master_key[k]) {
+            std::array<std::uint8_t, 32> key{};
+            std::copy(in.master_key[k], in.master_key[k] + 32, key.begin());
+            out.security.master_key[k] = key;
+        }
+    }
+    out.security.key_select = in.key_select;
+    out.security.replay_window = in.replay_window;
+    if (in.security_encryption < OMRC_ENCRYPTION_DEVICE_DEFAULT || in.security_encryption > OMRC_ENCRYPTION_AES_GCM_256) {
+        why = fmt::format("security_encryption {} is not an omrc_encryption", static_cast<int>(in.security_encryption));
+        return EINVAL;
+    }
+    // The device's default cannot be "the device's default": read as off.
+    out.security.encryption = in.security_encryption == OMRC_ENCRYPTION_DEVICE_DEFAULT
+                                  ? Encryption::off
+                                  : static_cast<Encryption>(in.security_encryption);
     if (in.clock != nullptr) {
         auto* const fn = in.clock;
         void* const ctx = in.clock_ctx;
@@ -246,6 +268,9 @@ int from_c(const omrc_qp_attr& in, std::uint32_t mask, QpAttr& out) noexcept {
     out.min_rnr_timer = in.min_rnr_timer;
     out.max_rd_atomic = in.max_rd_atomic;
     out.max_dest_rd_atomic = in.max_dest_rd_atomic;
+    if (in.encryption < OMRC_ENCRYPTION_DEVICE_DEFAULT || in.encryption > OMRC_ENCRYPTION_AES_GCM_256) return EINVAL;
+    out.encryption = static_cast<Encryption>(in.encryption);
+    out.peer_key_select = in.peer_key_select;
     return 0;
 }
 
@@ -270,6 +295,8 @@ omrc_qp_attr to_c(const QpAttr& a) noexcept {
     c.min_rnr_timer = a.min_rnr_timer;
     c.max_rd_atomic = a.max_rd_atomic;
     c.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    c.encryption = static_cast<omrc_encryption>(a.encryption);
+    c.peer_key_select = a.peer_key_select;
     return c;
 }
 

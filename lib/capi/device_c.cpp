@@ -45,6 +45,9 @@ void omrc_device_options_init(struct omrc_device_options* o) {
         c.worker_spin_ns = d.worker_spin_ns;
         c.worker_yield_ns = d.worker_yield_ns;
         c.worker_sleep_ns = d.worker_sleep_ns;
+        c.key_select = d.security.key_select;
+        c.replay_window = d.security.replay_window;
+        c.security_encryption = OMRC_ENCRYPTION_OFF;
         *o = c;
         return 0;
     });

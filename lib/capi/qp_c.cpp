@@ -154,6 +154,13 @@ int omrc_qp_deny_ev(struct omrc_qp* qp, uint32_t ev) {
     return guarded("omrc_qp_deny_ev", [&] { return qp->qp->deny_ev(ev); });
 }
 
+int omrc_qp_rotate_key(struct omrc_qp* qp) {
+    if (qp == nullptr) return EINVAL;
+    return guarded("omrc_qp_rotate_key", [&] { return qp->qp->rotate_key(); });
+}
+
+int omrc_qp_encrypted(const struct omrc_qp* qp) { return qp != nullptr && qp->qp->encrypted() ? 1 : 0; }
+
 uint32_t omrc_qp_num(const struct omrc_qp* qp) { return qp == nullptr ? 0 : qp->qp->qp_num(); }
 
 uint32_t omrc_qp_worker(const struct omrc_qp* qp) { return qp == nullptr ? 0 : qp->qp->worker(); }

@@ -19,8 +19,11 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cctype>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <limits>
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "routing/fabric.hpp"
+#include "security/psp_keys.hpp"
 #include "toml_reader.hpp"
 
 namespace omrc {
@@ -221,6 +225,59 @@ bool read_cc(Errors& e, const std::string& path, const toml::node& n, CcConfig& 
     return config::read_keys(e, path, *t, keys);
 }
 
+/// 64 hex digits: a master key given in the file, or read from a file of its own.
+bool read_key_text(Errors& e, const std::string& path, const toml::node& v, const std::string& text,
+                   std::optional<std::array<std::uint8_t, 32>>& key) {
+    std::string hex;
+    for (const char c : text)
+        if (!std::isspace(static_cast<unsigned char>(c))) hex.push_back(c);
+    security::MasterKey k{};
+    if (!security::parse_master_key(hex, k))
+        return e.fail(path, &v, fmt::format("a master key is 64 hex digits (32 bytes), got {} characters", hex.size()));
+    key = k;
+    return true;
+}
+
+bool read_security(Errors& e, const std::string& path, const toml::node& n, DeviceOptions::Security& s) {
+    const toml::table* t = read_table(e, path, n);
+    if (t == nullptr) return false;
+    auto key = [&](std::string_view name, int index, bool from_file) {
+        return Key{name, [&e, &s, index, from_file](const toml::node& v, const std::string& p) {
+                       std::string text;
+                       if (!read_string(e, p, v, text)) return false;
+                       if (from_file) {
+                           std::ifstream in(text);
+                           if (!in) return e.fail(p, &v, fmt::format("cannot read the key file \"{}\"", text));
+                           text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+                       }
+                       return read_key_text(e, p, v, text, s.master_key[index]);
+                   }};
+    };
+    const Key keys[] = {
+        key("master_key", 0, false),
+        key("master_key_file", 0, true),
+        key("master_key_1", 1, false),
+        key("master_key_1_file", 1, true),
+        {"key_select", [&](const toml::node& v, const std::string& p) { return read_uint(e, p, v, 0, 1, s.key_select); }},
+        {"replay_window",
+         [&](const toml::node& v, const std::string& p) {
+             if (!read_uint(e, p, v, 64, 65536, s.replay_window)) return false;
+             if ((s.replay_window & (s.replay_window - 1)) != 0)
+                 return e.fail(p, &v, fmt::format("must be a power of two, got {}", s.replay_window));
+             return true;
+         }},
+        {"encryption",
+         [&](const toml::node& v, const std::string& p) {
+             static constexpr std::string_view kNames[] = {"off", "aes-gcm-128", "aes-gcm-256"};
+             std::size_t i = 0;
+             if (!read_choice(e, p, v, kNames, i)) return false;
+             s.encryption = i == 0 ? Encryption::off : i == 1 ? Encryption::aes_gcm_128 : Encryption::aes_gcm_256;
+             return true;
+         }},
+    };
+    return config::read_keys(e, path, *t, keys);
+}
+
 bool read_qp(Errors& e, const std::string& path, const toml::node& n, QpDefaults& q) {
     const toml::table* t = read_table(e, path, n);
     if (t == nullptr) return false;
@@ -353,6 +410,7 @@ bool read_device(Errors& e, const std::string& path, const toml::table& t, Devic
         {"args", [&](const toml::node& v, const std::string& p) { return read_args(e, p, v, o); }},
         {"fabric", [&](const toml::node& v, const std::string& p) { return read_fabric(e, p, v, o.fabric); }},
         {"qp", [&](const toml::node& v, const std::string& p) { return read_qp(e, p, v, dc.qp); }},
+        {"security", [&](const toml::node& v, const std::string& p) { return read_security(e, p, v, o.security); }},
     };
     return config::read_keys(e, path, t, keys);
 }

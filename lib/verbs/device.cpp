@@ -2,6 +2,7 @@
 // Device: open (driver registry, engine configuration), PDs, CQs, the
 // progress entry points and the stats document.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +68,16 @@ int validate(const DeviceOptions& o, std::string& error) {
         return bad("unknown worker_threads");
     if (o.worker_threads == WorkerThreads::own && o.clock && o.workers > 0)
         log::logger().warn("worker_threads=own with a clock of the caller's: the workers read it on their threads");
+    const auto& sec = o.security;
+    if (sec.key_select > 1) return bad("security.key_select must be 0 or 1");
+    if (sec.replay_window < 64 || sec.replay_window > 65536 || !std::has_single_bit(sec.replay_window))
+        return bad(fmt::format("security.replay_window={}: a power of two, 64..65536", sec.replay_window));
+    if (sec.encryption != Encryption::off && sec.encryption != Encryption::aes_gcm_128 &&
+        sec.encryption != Encryption::aes_gcm_256)
+        return bad("security.encryption: off, aes_gcm_128 or aes_gcm_256");
+    if (sec.encryption != Encryption::off && !sec.master_key[sec.key_select])
+        return bad(fmt::format("security.encryption is on but master key {} (security.key_select) is not set",
+                               sec.key_select));
     if (o.frame_mode == FrameMode::srv6) {
         const routing::FabricDesc f{o.fabric.usid_block, o.fabric.planes, o.fabric.t0_per_plane,
                                     o.fabric.t1_per_plane, o.fabric.hosts_per_t0};
@@ -238,6 +249,13 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     const bool icrc_needed = first.icrc() == driver::IcrcHandling::software;
     ec.compute_icrc = options.compute_icrc && icrc_needed;
     ec.verify_icrc = options.verify_icrc && icrc_needed;
+    for (int k = 0; k < 2; ++k)
+        if (options.security.master_key[k]) {
+            ec.security.master_keys[k] = *options.security.master_key[k];
+            ec.security.present |= static_cast<std::uint8_t>(1u << k);
+        }
+    ec.security.key_select = static_cast<std::uint8_t>(options.security.key_select);
+    ec.security.replay_window = options.security.replay_window;
     ec.ack_every_pkts = options.ack_every_pkts;
     ec.ack_delay_ns = options.ack_delay_ns;
     ec.ev_timeout_ns = options.ev_timeout_ns;
@@ -260,6 +278,7 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     detail::DeviceCore& d = *core;
     d.next_hop_macs = next_hop_macs;
     d.next_hop_mask = next_hop_mask;
+    d.security_default = options.security.encryption;
     d.threaded = uses_worker_threads(options);
     if (options.workers > 1) d.exchange = std::make_unique<runtime::FrameExchange>(options.workers);
     runtime::ProgressConfig pc{};

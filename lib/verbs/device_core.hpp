@@ -96,6 +96,8 @@ struct DeviceCore {
     /// instead of the peer's own MAC.
     std::array<MacAddr, kMaxPlanes> next_hop_macs{};
     std::uint32_t next_hop_mask = 0;
+    /// Encryption of QPs whose attributes say device_default (DeviceOptions::security).
+    Encryption security_default = Encryption::off;
     verbs::MrTable mrs;
     std::unique_ptr<runtime::FrameExchange> exchange;  ///< null for one worker
     std::vector<std::unique_ptr<Worker>> workers;

@@ -33,7 +33,8 @@ static_assert(QpAttrMask::state == core::kAttrState && QpAttrMask::access_flags 
               QpAttrMask::cc == core::kAttrCc && QpAttrMask::min_rnr_timer == core::kAttrMinRnrTimer &&
               QpAttrMask::rnr_retry == core::kAttrRnrRetry && QpAttrMask::max_rd_atomic == core::kAttrMaxRdAtomic &&
               QpAttrMask::max_dest_rd_atomic == core::kAttrMaxDestRdAtomic);
-constexpr std::uint32_t kKnownMask = (core::kAttrMaxDestRdAtomic << 1) - 1;
+constexpr std::uint32_t kKnownMask = (core::kAttrSecurity << 1) - 1;
+static_assert(QpAttrMask::encryption == core::kAttrSecurity);
 
 bool to_core(QpState s, core::QpState& out) {
     switch (s) {
@@ -184,6 +185,24 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     a.rnr_retry = static_cast<std::uint8_t>(attr.rnr_retry);
     a.min_rnr_timer = static_cast<std::uint8_t>(attr.min_rnr_timer);
     a.cc = detail::to_core(attr.cc);
+    // Encryption is decided at INIT→RTR: the attributes' choice, else the device's.
+    if (cmd.state == core::QpState::rtr && w.engine->qp_info(qpn_).state == core::QpState::init) {
+        const Encryption want = (mask & QpAttrMask::encryption) && attr.encryption != Encryption::device_default
+                                    ? attr.encryption
+                                    : d.security_default;
+        cmd.mask &= ~core::kAttrSecurity;
+        if (want == Encryption::aes_gcm_128 || want == Encryption::aes_gcm_256) {
+            if (attr.peer_key_select > 1) return EINVAL;
+            a.encrypt = true;
+            a.psp_version = want == Encryption::aes_gcm_128 ? wire::PspVersion::aes_gcm_128 : wire::PspVersion::aes_gcm_256;
+            a.psp_peer_key_select = static_cast<std::uint8_t>(attr.peer_key_select);
+            cmd.mask |= core::kAttrSecurity;
+        } else if (want != Encryption::off) {
+            return EINVAL;
+        }
+    } else if (mask & QpAttrMask::encryption) {
+        return EINVAL;  // only INIT→RTR sets it
+    }
     const core::SubmitResult r = w.engine->submit(cmd, d.now());
     w.loop->kick();  // a move to ERR produces flush completions
     if (r.err != 0) return r.err;
@@ -396,6 +415,20 @@ bool detail::DeviceCore::resolve_recv(const RecvWr& wr, std::uint32_t pd, std::u
     out.length = static_cast<std::uint32_t>(total);
     out.sge_count = static_cast<std::uint8_t>(wr.sg_list.size());
     return true;
+}
+
+int Qp::rotate_key() {
+    detail::Worker& w = core_->worker_of(*this);
+    const detail::WorkerControl parked(*core_, w);
+    const int err = w.engine->submit(core::CmdRotateKey{qpn_}, core_->now()).err;
+    return err == EOPNOTSUPP ? EINVAL : err;
+}
+
+bool Qp::encrypted() const {
+    detail::Worker& w = core_->worker_of(*this);
+    const detail::WorkerControl parked(*core_, w);
+    const core::Qp* q = w.engine->find_qp(qpn_);
+    return q != nullptr && q->sec != nullptr;
 }
 
 int Qp::deny_ev(std::uint32_t ev) {

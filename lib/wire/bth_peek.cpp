@@ -5,6 +5,7 @@
 #include "wire/bytes.hpp"
 #include "wire/ethernet.hpp"
 #include "wire/ipv6.hpp"
+#include "wire/psp.hpp"
 #include "wire/srh.hpp"
 #include "wire/udp.hpp"
 
@@ -28,7 +29,12 @@ bool peek_bth(std::span<const std::uint8_t> head, BthPeek& out) noexcept {
         off += Ipv6Hdr::kSize;
     }
     if (next != kNextHeaderUdp) return false;
+    if (head.size() < off + UdpHdr::kSize) return false;
+    // A sealed frame (docs/PROTOCOL.md §12): its BTH follows the PSP header and
+    // the inner UDP header, in the clear.
+    const bool sealed = load_be16(&head[off + 2]) == kPspUdpPort;
     off += UdpHdr::kSize;
+    if (sealed) off += PspHdr::kSize + UdpHdr::kSize;
     if (head.size() < off + BthHdr::kSize) return false;
     out.opcode = head[off];
     out.dest_qp = load_be24(&head[off + 5]);

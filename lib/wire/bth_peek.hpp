@@ -3,7 +3,7 @@
 // BTH fields that name its engine (a device with several workers runs one
 // engine per worker, docs/ARCHITECTURE.md "Workers"). peek_bth() walks the
 // headers as parse_frame_view() does (Ethernet, IPv6, an SRH and the inner
-// IPv6 in srv6 mode, UDP) with bounds checks only: it validates nothing
+// IPv6 in srv6 mode, UDP; a sealed frame's PSP and inner UDP headers) with bounds checks only: it validates nothing
 // else, reads nothing past the frame, and a frame it cannot walk is left to
 // the receiving engine's parser, which counts why.
 #pragma once

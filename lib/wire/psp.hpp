@@ -94,6 +94,14 @@ struct PspLayout {
     [[nodiscard]] std::uint32_t aad_len() const noexcept { return ct_offset - psp_offset; }
 };
 
+/// Whether a UDP payload starts with a PSP header as OpenMRC sends it (next
+/// header UDP, ext len 1, the always-one bit, no cookie): for drivers that
+/// carry UDP payloads, not frames (udp), to rebuild the right port. A BTH
+/// never reads so (byte 1's low nibble would be TVer 1, which is refused).
+[[nodiscard]] inline bool is_psp_payload(std::span<const std::uint8_t> p) noexcept {
+    return p.size() >= PspHdr::kSize && p[0] == kNextHeaderUdp && p[1] == 1 && (p[3] & 0x03) == 0x01;
+}
+
 /// True when `frame` is IPv6/UDP with destination port 1000 (a PSP frame,
 /// to be unsealed, not parsed as a plain one). Never reads past the frame.
 [[nodiscard]] bool is_psp_frame(std::span<const std::uint8_t> frame) noexcept;

@@ -18,7 +18,7 @@ declare -A allowed=(
   [lib/runtime]="runtime driver core routing wire log omrc"
   [lib/verbs]="verbs runtime driver core routing wire log omrc"
   # Configuration files: the public types they fill and the fabric's limits.
-  [lib/config]="config routing wire omrc"
+  [lib/config]="config routing security wire omrc"
   # The C API sits on the public API only (and the logger).
   [lib/capi]="capi log omrc"
   # libibverbs.so.1 (docs/IBVERBS.md): the public API and the logger, like the C API.

@@ -65,8 +65,10 @@ inline int connect_qps(Qp& a, const Device& da, Qp& b, const Device& db, const Q
         rtr.dest_conn_id = s.peer->conn_id();
         rtr.rq_psn = s.psn_in;
         rtr.peer = s.peer_dev->address();
+        // base's encryption when it names one, else the devices' default.
+        const std::uint32_t enc = base.encryption != Encryption::device_default ? QpAttrMask::encryption : 0;
         if (const int rc = s.self->modify(rtr, QpAttrMask::state | QpAttrMask::path | QpAttrMask::dest_qpn |
-                                                   QpAttrMask::rq_psn | QpAttrMask::mtu | QpAttrMask::mpr))
+                                                   QpAttrMask::rq_psn | QpAttrMask::mtu | QpAttrMask::mpr | enc))
             return failed("modify(RTR)", rc);
         QpAttr rts = base;
         rts.qp_state = QpState::rts;
