@@ -393,62 +393,11 @@ function omrc.dissector(tvb, pinfo, tree)
         t:add_proto_expert_info(E.bad_len, string.format("UDP length %d is shorter than the UDP header", udp_len))
     end
 
-    -- Frame mode from the IPv6 chain Wireshark decoded.
-    local nxts = { fx_ipv6_nxt() }
-    local mode, has_srh = nil, false
-    if #nxts >= 1 then
-        mode = 0
-        if #nxts >= 2 then
-            local prev_nh = nxts[#nxts - 1].value
-            if prev_nh == 41 then mode = 1
-            elseif prev_nh == 43 then
-                mode = 1
-                for _, rt in ipairs({ fx_routing_type() }) do
-                    if rt.value == 4 then has_srh = true end
-                end
-            end
-        end
-        t:add(F.mode, mode):set_generated()
-        if mode == 1 then t:add(F.srh, has_srh):set_generated() end
-    end
-
-    -- The IPv6 header right before UDP: flow label (EV), DSCP, ICRC coverage.
-    local ip_off = nil
-    if udp_off >= IPV6_HDR and math.floor(src(udp_off - IPV6_HDR, 1):uint() / 16) == 6
-        and src(udp_off - IPV6_HDR + 6, 1):uint() == 17 then
-        ip_off = udp_off - IPV6_HDR
-    end
-    local flow_lo = nil
-    if ip_off ~= nil then
-        flow_lo = src(ip_off + 2, 2):uint()
-        local ip_plen = src(ip_off + 4, 2):uint()
-        if ip_plen ~= udp_len and not bad_udp_len then
-            t:add_proto_expert_info(E.bad_len, string.format(
-                "UDP length %d differs from the IPv6 payload length %d", udp_len, ip_plen))
-        end
-    else
-        local flows = { fx_ipv6_flow() }
-        if #flows > 0 then flow_lo = flows[#flows].value % 0x10000 end
-        t:add_proto_expert_info(E.no_ipv6)
-    end
-    local ev = nil
-    if flow_lo ~= nil then
-        ev = src(udp_off, 2):uint() * 0x10000 + flow_lo
-        local nib, path, salt = ev_parts(ev)
-        local ev_item = t:add(F.ev, src(udp_off, 2), ev)
-        ev_item:set_generated()
-        ev_item:append_text(" (" .. ev_text(ev) .. ")")
-        if nib > 0 then ev_item:add(F.ev_plane, nib - 1):set_generated() end
-        ev_item:add(F.ev_path, path):set_generated()
-        ev_item:add(F.ev_salt, salt):set_generated()
-        if nib == 0 then ev_item:add_proto_expert_info(E.bad_ev, "EV[31:28] (plane + 1) is 0") end
-    end
+    local mode, has_srh = add_frame_mode(t)
+    local ip_off, ev = add_ip_and_ev(t, src, udp_off, udp_len, bad_udp_len)
 
     -- Trimmed by the fabric? (DSCP rewritten, or frame shorter than IPv6/UDP claim)
-    local trim_dscp = nil
-    for _, d in ipairs({ fx_ipv6_dscp() }) do
-        if d.value == DSCP_TRIMMED or d.value == DSCP_TRIMMED_LAST_HOP then trim_dscp = d.value end
-    end
+    local trim_dscp = trimmed_dscp()
     local short_frame = rep < claimed
     local trimmed = is_data(opcode) and (trim_dscp ~= nil or short_frame)
     local trim_why = trim_dscp and ("DSCP " .. trim_dscp) or "frame shorter than its UDP length"
@@ -480,39 +429,7 @@ function omrc.dissector(tvb, pinfo, tree)
     -- BTH (OpenMRC view; Wireshark's own BTH tree stays under InfiniBand).
     local psn, qpn, padcnt, ts_flag, cr_flag = nil, nil, 0, false, false
     if have(BTH_HDR, "BTH") then
-        local r = src(base, BTH_HDR)
-        local bt = t:add(r, "Base Transport Header")
-        bt:add(F.opcode, src(base, 1))
-        bt:add(F.bth_padcnt, src(base + 1, 1))
-        local tver_item = bt:add(F.bth_tver, src(base + 1, 1))
-        if src(base + 1, 1):uint() % 16 ~= 0 then
-            tver_item:add_proto_expert_info(E.bad_field, "BTH transport version must be 0")
-        end
-        local qp_item = bt:add(F.bth_destqp, src(base + 5, 3))
-        local fl = bt:add(F.bth_flags, src(base + 8, 1))
-        fl:add(F.bth_ackreq, src(base + 8, 1))
-        fl:add(F.bth_rtx, src(base + 8, 1))
-        fl:add(F.bth_ts, src(base + 8, 1))
-        fl:add(F.bth_cr, src(base + 8, 1))
-        bt:add(F.bth_psn, src(base + 9, 3))
-        padcnt = math.floor(src(base + 1, 1):uint() / 16) % 4
-        local flags = src(base + 8, 1):uint()
-        ts_flag = math.floor(flags / 0x10) % 2 == 1
-        cr_flag = math.floor(flags / 0x40) % 2 == 1
-        qpn = src(base + 5, 3):uint()
-        psn = src(base + 9, 3):uint()
-        local fnames = {}
-        if flags >= 0x80 then fnames[#fnames + 1] = "AckReq" end
-        if math.floor(flags / 0x20) % 2 == 1 then fnames[#fnames + 1] = "RTX" end
-        if ts_flag then fnames[#fnames + 1] = "TS" end
-        if cr_flag then fnames[#fnames + 1] = "CR" end
-        if #fnames > 0 then fl:append_text(" (" .. table.concat(fnames, ", ") .. ")") end
-        bt:append_text(string.format(", %s, QP 0x%06x, PSN 0x%06x", opname, qpn, psn))
-        info[#info + 1] = string.format("QP=0x%06x PSN=0x%06x", qpn, psn)
-        if #fnames > 0 then info[#info + 1] = "[" .. table.concat(fnames, ",") .. "]" end
-        if (opcode == OP_EP_REQ or opcode == OP_EP_RESP) and qpn ~= EP_QPN then
-            qp_item:add_proto_expert_info(E.bad_field, "Endpoint messages use QPN 2")
-        end
+        qpn, psn, padcnt, ts_flag, cr_flag = add_bth(t, src, base, opcode, opname, info)
         off = BTH_HDR
     end
     if ev ~= nil then info[#info + 1] = string.format("EV=0x%08x", ev) end
@@ -733,25 +650,7 @@ function omrc.dissector(tvb, pinfo, tree)
                     "%d unexpected bytes between the %s headers and the ICRC", body, opname))
             end
             if icrc_rel + ICRC_LEN <= avail then
-                local ir = src(base + icrc_rel, ICRC_LEN)
-                local stored = ir:le_uint()
-                local icrc_item = t:add_le(F.icrc, ir)
-                local status = 0
-                if omrc.prefs.verify_icrc and ip_off ~= nil then
-                    local computed = compute_icrc(src, ip_off, base + icrc_rel)
-                    if computed == stored then
-                        status = 1
-                        icrc_item:append_text(" [correct]")
-                    else
-                        status = 2
-                        icrc_item:append_text(" [incorrect]")
-                        icrc_item:add(F.icrc_computed, computed):set_generated()
-                        icrc_item:add_proto_expert_info(E.bad_icrc, string.format(
-                            "Bad ICRC: stored 0x%08x, computed 0x%08x", stored, computed))
-                        info[#info + 1] = "[BAD ICRC]"
-                    end
-                end
-                icrc_item:add(F.icrc_status, status):set_generated()
+                add_icrc(t, src, ip_off, base + icrc_rel, info)
             elseif icrc_rel + ICRC_LEN <= limit then
                 t:add_proto_expert_info(E.not_captured, "ICRC not captured (snaplen)")
             else
