@@ -8,12 +8,16 @@
 #   pmd    dpdk-testpmd txonly → rxonly over the same kind of memif pair, N
 #          queues and N forwarding lcores per side, frames of the same size
 #          (4,200 B for a 4 KiB MTU), the same EAL options
+#   omrc+M with --encrypt "off M...": the omrc row again with every frame
+#          sealed (omrc-perf --encrypt M, one master key for both ends)
 # Every round runs every row for every N, interleaved; CPU seconds are each
 # process's user + system time (/usr/bin/time), per GB it moved. The table
-# gives medians over the rounds and omrc / pmd per N.
+# gives medians over the rounds, omrc / pmd per N and, for encrypted rows,
+# their Gb/s over the plain omrc row's.
 #
 # Usage: bench/perf/workers_memif.sh [--perf PATH] [--workers "1 2"] [--rounds 3] [--seconds 4]
 #                                     [--planes 1] [--cpus-server LIST --cpus-client LIST]
+#                                     [--size 65536] [--encrypt "off aes-gcm-256"]
 # --cpus-*: taskset lists for the two sides (default: none; a machine with
 # 2(N+1) cores or more should give each side its own).
 set -uo pipefail
@@ -25,6 +29,8 @@ SECS=4
 PLANES=1
 CPUS_S=""
 CPUS_C=""
+SIZE=65536
+ENCRYPT="off"
 FRAME=4200  # a 4 KiB-payload WRITE frame: Ethernet, IPv6, UDP, BTH, METH, TSETH, RETH, payload, ICRC
 while (($#)); do
   case $1 in
@@ -35,7 +41,9 @@ while (($#)); do
     --planes) PLANES=$2; shift 2 ;;
     --cpus-server) CPUS_S=$2; shift 2 ;;
     --cpus-client) CPUS_C=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --encrypt) ENCRYPT=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "workers_memif.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -61,23 +69,29 @@ lcores() { echo "(0-$1)@(0-$(($(nproc) - 1)))"; }
 # cpu FILE: user + system seconds from /usr/bin/time -f "%U %S".
 cpu() { tail -1 "$1" | awk '{print $1 + $2}'; }
 
-row_omrc() {  # row_omrc N ROUND
-  local n=$1 tag="o$1r$2" port; port=$(free_port)
+# A master key both omrc-perf processes read (encrypted rows).
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/master.key"
+
+row_omrc() {  # row_omrc N ROUND [ENCRYPTION]
+  local n=$1 enc=${3:-off} port; port=$(free_port)
+  local tag="o$1r$2$enc" name=omrc sec=()
+  [[ $enc != off ]] && { name="omrc+$enc"; sec=(--encrypt "$enc" --master-key-file "$TMP/master.key"); }
   $(pin "$CPUS_S") /usr/bin/time -f "%U %S" -o "$TMP/$tag.srv.time" \
-    "$PERF" write_bw --driver dpdk --eal "$(eal server "$tag")" --workers "$n" -p "$port" >"$TMP/$tag.srv.log" 2>&1 &
+    "$PERF" write_bw --driver dpdk --eal "$(eal server "$tag")" --workers "$n" -p "$port" "${sec[@]}" \
+    >"$TMP/$tag.srv.log" 2>&1 &
   BG+=($!)
   local srv=$!
-  wait_for "$TMP/$tag.srv.log" "Waiting for a client" || { echo "omrc|$n|error: server did not start"; return; }
-  local cmd="$PERF write_bw 127.0.0.1 --driver dpdk --eal '<memif client>' --workers $n -q $((2 * n)) -p $port -s 65536 -D $SECS --check --report_gbits"
+  wait_for "$TMP/$tag.srv.log" "Waiting for a client" || { echo "$name|$n|error: server did not start"; return; }
+  local cmd="$PERF write_bw 127.0.0.1 --driver dpdk --eal '<memif client>' --workers $n -q $((2 * n)) -p $port -s $SIZE -D $SECS --check --report_gbits ${sec[*]}"
   $(pin "$CPUS_C") /usr/bin/time -f "%U %S" -o "$TMP/$tag.cli.time" \
     "$PERF" write_bw 127.0.0.1 --driver dpdk --eal "$(eal client "$tag")" --workers "$n" -q $((2 * n)) -p "$port" \
-    -s 65536 -D "$SECS" --check --report_gbits --out_json "$TMP/$tag.json" >"$TMP/$tag.cli.log" 2>&1 ||
-    { echo "omrc|$n|error: $(tail -2 "$TMP/$tag.cli.log" | tr '\n' ' ')"; return; }
+    -s "$SIZE" -D "$SECS" --check --report_gbits --out_json "$TMP/$tag.json" "${sec[@]}" >"$TMP/$tag.cli.log" 2>&1 ||
+    { echo "$name|$n|error: $(tail -2 "$TMP/$tag.cli.log" | tr '\n' ' ')"; return; }
   wait "$srv" 2>/dev/null
   local gbps gb
   gbps=$(python3 -c "import json; print(json.load(open('$TMP/$tag.json'))['results'][0]['bw_avg'])")
   gb=$(python3 -c "print($gbps * $SECS / 8)")
-  echo "omrc|$n|$gbps|$(cpu "$TMP/$tag.cli.time")|$(cpu "$TMP/$tag.srv.time")|$gb|$cmd"  # sender (client), receiver
+  echo "$name|$n|$gbps|$(cpu "$TMP/$tag.cli.time")|$(cpu "$TMP/$tag.srv.time")|$gb|$cmd"  # sender (client), receiver
 }
 
 row_pmd() {  # row_pmd N ROUND: txonly on the server side's ports, rxonly on the client's
@@ -140,7 +154,9 @@ row_pmd() {  # row_pmd N ROUND: txonly on the server side's ports, rxonly on the
 echo "machine: $(nproc) cores, $(uname -r); rounds $ROUNDS, $SECS s a row, $PLANES plane(s), frames $FRAME B"
 for ((r = 1; r <= ROUNDS; ++r)); do
   for n in $WORKERS; do
-    [[ -z ${PMD_ONLY:-} ]] && row_omrc "$n" "$r" | tee -a "$TMP/rows"
+    if [[ -z ${PMD_ONLY:-} ]]; then
+      for enc in $ENCRYPT; do row_omrc "$n" "$r" "$enc" | tee -a "$TMP/rows"; done
+    fi
     row_pmd "$n" "$r" | tee -a "$TMP/rows"
   done
 done
@@ -160,11 +176,13 @@ for line in open(sys.argv[1]):
         r["b"].append(cpu_b / gb)
 med = lambda v: statistics.median(v) if v else float("nan")
 print()
-print(f"{'row':6} {'N':>2} {'Gb/s median':>12} {'(min-max)':>16} {'CPU s/GB sender':>16} {'CPU s/GB receiver':>18} {'omrc/pmd':>9}")
+print(f"{'row':18} {'N':>2} {'Gb/s median':>12} {'(min-max)':>16} {'CPU s/GB sender':>16} {'CPU s/GB receiver':>18} {'omrc/pmd':>9} {'/plain':>7}")
 for (name, n), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    ratio = ""
-    if name == "omrc" and ("pmd", n) in rows and med(rows[("pmd", n)]["gbps"]) > 0:
+    ratio = plain = ""
+    if name.startswith("omrc") and ("pmd", n) in rows and med(rows[("pmd", n)]["gbps"]) > 0:
         ratio = f"{med(r['gbps']) / med(rows[('pmd', n)]['gbps']):.3f}"
-    print(f"{name:6} {n:>2} {med(r['gbps']):12.2f} {min(r['gbps']):7.2f}-{max(r['gbps']):<8.2f} "
-          f"{med(r['a']):16.3f} {med(r['b']):18.3f} {ratio:>9}")
+    if name.startswith("omrc+") and ("omrc", n) in rows and med(rows[("omrc", n)]["gbps"]) > 0:
+        plain = f"{med(r['gbps']) / med(rows[('omrc', n)]['gbps']):.3f}"
+    print(f"{name:18} {n:>2} {med(r['gbps']):12.2f} {min(r['gbps']):7.2f}-{max(r['gbps']):<8.2f} "
+          f"{med(r['a']):16.3f} {med(r['b']):18.3f} {ratio:>9} {plain:>7}")
 EOF

@@ -672,6 +672,90 @@ out:
 
 /* A shared receive queue: two QPs' SENDs into it, the limit event, the
  * refusals (a QP's own post_recv, a busy SRQ, bad attributes). */
+/* Encrypted mode from C: a device whose QPs are all encrypted by default
+ * (one master key, AES-GCM-256), a WRITE byte-exact between two of its QPs,
+ * a key rotation; a device asking for encryption without the key fails to
+ * open. */
+static void test_encryption(void) {
+    struct solo s;
+    struct omrc_device_options o;
+    struct omrc_device_arg args[1];
+    struct omrc_device* bad = NULL;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* cq = NULL;
+    struct omrc_qp* a = NULL;
+    struct omrc_qp* b = NULL;
+    struct omrc_mr* mr = NULL;
+    struct omrc_qp_init_attr init;
+    struct omrc_wc wcs[4];
+    struct omrc_sge sge;
+    struct omrc_send_wr w;
+    static uint8_t buf[2 * 65536];
+    int i;
+    omrc_device_options_init(&o);
+    CHECK_EQ(o.security_encryption, OMRC_ENCRYPTION_OFF);
+    CHECK_EQ(o.replay_window, 4096);
+    o.security_encryption = OMRC_ENCRYPTION_AES_GCM_256;
+    CHECK_EQ(omrc_device_open("loopback", &o, &bad), EINVAL); /* no master key */
+    CHECK(bad == NULL);
+    s.now_ns = 1000000;
+    s.dev = NULL;
+    args[0].key = "planes";
+    args[0].value = "2";
+    o.args = args;
+    o.num_args = 1;
+    o.seed = 9;
+    o.clock = virtual_clock;
+    o.clock_ctx = &s;
+    for (i = 0; i < 32; ++i) o.master_key[0][i] = (uint8_t)(i * 11 + 5);
+    o.has_master_key[0] = true;
+    if (omrc_device_open("loopback", &o, &s.dev) != 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 16, &cq), 0);
+    omrc_qp_init_attr_init(&init);
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    CHECK_EQ(omrc_qp_create(pd, &init, &a), 0);
+    CHECK_EQ(omrc_qp_create(pd, &init, &b), 0);
+    CHECK_EQ(connect_qp(s.dev, a, b), 0);
+    CHECK_EQ(connect_qp(s.dev, b, a), 0);
+    CHECK_EQ(omrc_qp_encrypted(a), 1);
+    CHECK_EQ(omrc_qp_encrypted(NULL), 0);
+    for (i = 0; i < 65536; ++i) buf[i] = (uint8_t)(i * 7 + 1);
+    memset(buf + 65536, 0, 65536);
+    CHECK_EQ(omrc_mr_reg(pd, buf, sizeof buf, OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE, &mr), 0);
+    sge.addr = (uint64_t)(uintptr_t)buf;
+    sge.length = 65536;
+    sge.lkey = omrc_mr_lkey(mr);
+    memset(&w, 0, sizeof w);
+    w.wr_id = 1;
+    w.opcode = OMRC_WR_RDMA_WRITE;
+    w.send_flags = OMRC_SEND_SIGNALED;
+    w.sg_list = &sge;
+    w.num_sge = 1;
+    w.remote_addr = (uint64_t)(uintptr_t)(buf + 65536);
+    w.rkey = omrc_mr_rkey(mr);
+    CHECK_EQ(omrc_qp_post_send(a, &w, 1, NULL), 0);
+    CHECK_EQ(solo_poll(&s, cq, wcs, 1), 1);
+    CHECK_EQ(wcs[0].status, OMRC_WC_SUCCESS);
+    CHECK(memcmp(buf, buf + 65536, 65536) == 0);
+    CHECK_EQ(omrc_qp_rotate_key(a), 0);
+    CHECK_EQ(omrc_qp_rotate_key(NULL), EINVAL);
+    w.wr_id = 2;
+    CHECK_EQ(omrc_qp_post_send(a, &w, 1, NULL), 0);
+    CHECK_EQ(solo_poll(&s, cq, wcs, 1), 1);
+    CHECK_EQ(wcs[0].status, OMRC_WC_SUCCESS);
+    CHECK_EQ(omrc_qp_destroy(a), 0);
+    CHECK_EQ(omrc_qp_destroy(b), 0);
+    CHECK_EQ(omrc_mr_dereg(mr), 0);
+    CHECK_EQ(omrc_cq_destroy(cq), 0);
+    CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    CHECK_EQ(omrc_device_close(s.dev), 0);
+}
+
 static void test_srq(void) {
     struct solo s;
     struct omrc_pd* pd = NULL;
@@ -949,6 +1033,7 @@ int main(void) {
     test_qp_states();
     test_transfer();
     test_srq();
+    test_encryption();
     test_strings();
     test_workers();
     printf("%d passed, %d failed\n", passed, failed);
