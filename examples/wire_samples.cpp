@@ -42,15 +42,18 @@ struct SealSpec {
 };
 
 // Sealed copies of samples 4 (plain/WRITE_ONLY), 9 (plain/SACK: a control
-// frame; every frame of an encrypted QP is sealed) and 24
-// (srv6+srh/WRITE_MIDDLE: the outer IPv6 header and the SRH come before the
-// inner IPv6 header, as in a plain frame). The IV of the last one needs all 64
-// bits, so a decoder that keeps it in a double shows it wrong. The SPI's QPN
-// is the receiver's, that is the BTH DestQP (psp_spi()).
+// frame; every frame of an encrypted QP is sealed) and 17
+// (srv6/WRITE_ONLY_WITH_IMM: the outer IPv6 header comes before the inner
+// one, as in a plain frame; its immediate data is encrypted with the rest).
+// No srv6+srh sample: a path that needs an SRH leaves no room for the sealed
+// headers in a GatherFrame, such a QP is refused (docs/PROTOCOL.md §12), so
+// the engine never sends one. The IV of the last one needs all 64 bits: a
+// decoder that keeps it in a double shows it wrong. The SPI's QPN is the
+// receiver's, that is the BTH DestQP (psp_spi()).
 constexpr std::array<SealSpec, 3> kSealed{{
     {4, 0, 3, 1, wire::PspVersion::aes_gcm_256},
     {9, 1, 3, 2, wire::PspVersion::aes_gcm_128},
-    {24, 0, 127, 0x0123456789ABCDEFull, wire::PspVersion::aes_gcm_256},
+    {17, 0, 127, 0x0123456789ABCDEFull, wire::PspVersion::aes_gcm_256},
 }};
 
 /// The receiver's two master keys (test values, never a real key): 0x00..0x1F and 0x20..0x3F.
@@ -83,6 +86,7 @@ std::vector<std::uint8_t> seal(const wire::SampleFrame& f, const wire::ParsedFra
     security::AesGcm gcm;
     const bool keyed = security::psp_derive_key(test_master_key(s.key_select), h.spi, s.version, key) &&
                        gcm.set_key(std::span(key).first(wire::psp_key_bytes(s.version)));
+    std::fill(key.begin(), key.end(), std::uint8_t{0});  // in the AES schedule now (a test key, but as the engine does)
     if (!keyed) return {};
     const std::size_t psp_off = ip + wire::Ipv6Hdr::kSize + wire::UdpHdr::kSize;
     const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(out.data() + psp_off + 4, 12);
@@ -104,7 +108,6 @@ std::vector<std::uint8_t> seal(const wire::SampleFrame& f, const wire::ParsedFra
                   std::span<const std::uint8_t, security::kGcmTagBytes>(out.data() + l.icv_offset(), 16)) ||
         !std::equal(opened.begin(), opened.end(), plain_ct.begin()))
         return {};
-    std::fill(key.begin(), key.end(), std::uint8_t{0});
     spi_out = h.spi;
     return out;
 }

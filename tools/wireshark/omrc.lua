@@ -34,6 +34,11 @@
 --   plain: Eth | IPv6(NH=17) | UDP | BTH | ext | payload | pad | ICRC
 --   srv6:  Eth | outer IPv6(NH=41, or NH=43 + SRH type 4 with NH=41) |
 --          inner IPv6(NH=17) | UDP | BTH | ext | payload | pad | ICRC
+--   sealed (encrypted mode, either frame mode; lib/wire/psp.hpp):
+--          ... IPv6(NH=17) | UDP(dst 1000) | PSP(16) | UDP(dst 4791) | BTH |
+--          enc(ext | payload | pad) | ICV(16) | ICRC
+--          decoded by a second dissector, "OpenMRC PSP" (omrc_psp.*), on
+--          UDP port 1000: see "Sealed frames" below.
 --   EV = UDP source port << 16 | low 16 bits of the (inner) IPv6 flow label;
 --        EV[31:28] = plane + 1, EV[27:16] = path, EV[15:0] = salt.
 --   ext by opcode: WRITE_* = METH [TSETH if BTH.TS] [CRTH if BTH.CR] RETH
@@ -267,6 +272,7 @@ omrc.prefs.verify_icrc = Pref.bool("Verify ICRC", true, "Compute the RoCEv2 inva
 -- Field extractors (must be created at load time)
 ---------------------------------------------------------------------------
 local fx_udp_payload = Field.new("udp.payload")
+local fx_udp_srcport = Field.new("udp.srcport")
 local fx_ipv6_nxt = Field.new("ipv6.nxt")
 local fx_ipv6_flow = Field.new("ipv6.flow")
 local fx_ipv6_dscp = Field.new("ipv6.tclass.dscp")
@@ -359,6 +365,144 @@ local function get_source(fi, fallback)
     local ok, src = pcall(function() return fi.source end)
     if ok and src ~= nil then return src end
     return fallback
+end
+
+---------------------------------------------------------------------------
+-- Pieces both dissectors decode (plain frames, and the clear part of sealed
+-- ones: a sealed frame's IPv6 chain, EV and BTH read as a plain frame's)
+---------------------------------------------------------------------------
+
+-- Frame mode from the IPv6 chain Wireshark decoded, added to `t`; nil when
+-- no IPv6 header was decoded.
+local function add_frame_mode(t)
+    local nxts = { fx_ipv6_nxt() }
+    local mode, has_srh = nil, false
+    if #nxts >= 1 then
+        mode = 0
+        if #nxts >= 2 then
+            local prev_nh = nxts[#nxts - 1].value
+            if prev_nh == 41 then mode = 1
+            elseif prev_nh == 43 then
+                mode = 1
+                for _, rt in ipairs({ fx_routing_type() }) do
+                    if rt.value == 4 then has_srh = true end
+                end
+            end
+        end
+        t:add(F.mode, mode):set_generated()
+        if mode == 1 then t:add(F.srh, has_srh):set_generated() end
+    end
+    return mode, has_srh
+end
+
+-- The IPv6 header right before the UDP header at `udp_off` in `src`: flow
+-- label (EV), ICRC coverage. Returns its offset (nil when it is not there)
+-- and the EV (nil when no flow label was found), both added to `t`.
+local function add_ip_and_ev(t, src, udp_off, udp_len, bad_udp_len)
+    local ip_off = nil
+    if udp_off >= IPV6_HDR and math.floor(src(udp_off - IPV6_HDR, 1):uint() / 16) == 6
+        and src(udp_off - IPV6_HDR + 6, 1):uint() == 17 then
+        ip_off = udp_off - IPV6_HDR
+    end
+    local flow_lo = nil
+    if ip_off ~= nil then
+        flow_lo = src(ip_off + 2, 2):uint()
+        local ip_plen = src(ip_off + 4, 2):uint()
+        if ip_plen ~= udp_len and not bad_udp_len then
+            t:add_proto_expert_info(E.bad_len, string.format(
+                "UDP length %d differs from the IPv6 payload length %d", udp_len, ip_plen))
+        end
+    else
+        local flows = { fx_ipv6_flow() }
+        if #flows > 0 then flow_lo = flows[#flows].value % 0x10000 end
+        t:add_proto_expert_info(E.no_ipv6)
+    end
+    local ev = nil
+    if flow_lo ~= nil then
+        ev = src(udp_off, 2):uint() * 0x10000 + flow_lo
+        local nib, path, salt = ev_parts(ev)
+        local ev_item = t:add(F.ev, src(udp_off, 2), ev)
+        ev_item:set_generated()
+        ev_item:append_text(" (" .. ev_text(ev) .. ")")
+        if nib > 0 then ev_item:add(F.ev_plane, nib - 1):set_generated() end
+        ev_item:add(F.ev_path, path):set_generated()
+        ev_item:add(F.ev_salt, salt):set_generated()
+        if nib == 0 then ev_item:add_proto_expert_info(E.bad_ev, "EV[31:28] (plane + 1) is 0") end
+    end
+    return ip_off, ev
+end
+
+-- The trimmed-packet DSCP (40, 41) when an IPv6 header carries it, else nil.
+local function trimmed_dscp()
+    local trim_dscp = nil
+    for _, d in ipairs({ fx_ipv6_dscp() }) do
+        if d.value == DSCP_TRIMMED or d.value == DSCP_TRIMMED_LAST_HOP then trim_dscp = d.value end
+    end
+    return trim_dscp
+end
+
+-- The 12-byte BTH at `o` in `src` (the caller checked it was captured), as
+-- a subtree of `t`: OpenMRC's view of it (Wireshark's own BTH tree stays
+-- under InfiniBand for plain frames). Appends QP, PSN and flags to `info`.
+-- Returns qpn, psn, pad count, TS and CR flags.
+local function add_bth(t, src, o, opcode, opname, info)
+    local bt = t:add(src(o, BTH_HDR), "Base Transport Header")
+    bt:add(F.opcode, src(o, 1))
+    bt:add(F.bth_padcnt, src(o + 1, 1))
+    local tver_item = bt:add(F.bth_tver, src(o + 1, 1))
+    if src(o + 1, 1):uint() % 16 ~= 0 then
+        tver_item:add_proto_expert_info(E.bad_field, "BTH transport version must be 0")
+    end
+    local qp_item = bt:add(F.bth_destqp, src(o + 5, 3))
+    local fl = bt:add(F.bth_flags, src(o + 8, 1))
+    fl:add(F.bth_ackreq, src(o + 8, 1))
+    fl:add(F.bth_rtx, src(o + 8, 1))
+    fl:add(F.bth_ts, src(o + 8, 1))
+    fl:add(F.bth_cr, src(o + 8, 1))
+    bt:add(F.bth_psn, src(o + 9, 3))
+    local padcnt = math.floor(src(o + 1, 1):uint() / 16) % 4
+    local flags = src(o + 8, 1):uint()
+    local ts_flag = math.floor(flags / 0x10) % 2 == 1
+    local cr_flag = math.floor(flags / 0x40) % 2 == 1
+    local qpn = src(o + 5, 3):uint()
+    local psn = src(o + 9, 3):uint()
+    local fnames = {}
+    if flags >= 0x80 then fnames[#fnames + 1] = "AckReq" end
+    if math.floor(flags / 0x20) % 2 == 1 then fnames[#fnames + 1] = "RTX" end
+    if ts_flag then fnames[#fnames + 1] = "TS" end
+    if cr_flag then fnames[#fnames + 1] = "CR" end
+    if #fnames > 0 then fl:append_text(" (" .. table.concat(fnames, ", ") .. ")") end
+    bt:append_text(string.format(", %s, QP 0x%06x, PSN 0x%06x", opname, qpn, psn))
+    info[#info + 1] = string.format("QP=0x%06x PSN=0x%06x", qpn, psn)
+    if #fnames > 0 then info[#info + 1] = "[" .. table.concat(fnames, ",") .. "]" end
+    if (opcode == OP_EP_REQ or opcode == OP_EP_RESP) and qpn ~= EP_QPN then
+        qp_item:add_proto_expert_info(E.bad_field, "Endpoint messages use QPN 2")
+    end
+    return qpn, psn, padcnt, ts_flag, cr_flag
+end
+
+-- The 4-byte ICRC at `at` in `src` (captured; the caller checked), verified
+-- over [ip_off, at) when the preference says so and the IPv6 header is known.
+local function add_icrc(t, src, ip_off, at, info)
+    local ir = src(at, ICRC_LEN)
+    local stored = ir:le_uint()
+    local icrc_item = t:add_le(F.icrc, ir)
+    local status = 0
+    if omrc.prefs.verify_icrc and ip_off ~= nil then
+        local computed = compute_icrc(src, ip_off, at)
+        if computed == stored then
+            status = 1
+            icrc_item:append_text(" [correct]")
+        else
+            status = 2
+            icrc_item:append_text(" [incorrect]")
+            icrc_item:add(F.icrc_computed, computed):set_generated()
+            icrc_item:add_proto_expert_info(E.bad_icrc, string.format(
+                "Bad ICRC: stored 0x%08x, computed 0x%08x", stored, computed))
+            info[#info + 1] = "[BAD ICRC]"
+        end
+    end
+    icrc_item:add(F.icrc_status, status):set_generated()
 end
 
 ---------------------------------------------------------------------------
@@ -665,5 +809,290 @@ function omrc.dissector(tvb, pinfo, tree)
     if mode ~= nil then t:append_text(", " .. MODES[mode] .. (has_srh and "+srh" or "")) end
     pinfo.cols.info:set(table.concat(info, " "))
 end
+
+---------------------------------------------------------------------------
+-- Sealed frames (encrypted mode, docs/PROTOCOL.md §12; lib/wire/psp.hpp)
+---------------------------------------------------------------------------
+-- A sealed frame is the plain one in PSP transport mode: the outer UDP
+-- header goes to port 1000 (PSP's), then the 16-byte PSP header, then the
+-- plain frame's own UDP header (port 4791) and BTH in the clear (crypt
+-- offset 5 words) but authenticated, then the encrypted extension headers,
+-- payload and pad, the 16-byte ICV and the ICRC over the sealed IPv6 packet.
+-- Wireshark 4.0 has no PSP dissector and nothing on UDP port 1000, so this
+-- one is registered there (the stock RoCE dissector never sees these
+-- frames: their last UDP header is not port 4791, and the postdissector
+-- above skips them for the same reason).
+--
+-- Decryption: not done, and not faked. It needs AES-GCM and, for the key of
+-- an SPI, the PSP key derivation (SP 800-108 with AES-CMAC-256). Wireshark
+-- links libgcrypt, but its Lua API (4.0 as in Debian 12) exposes no cipher
+-- or MAC: no gcrypt binding, no `require`able crypto module in a stock
+-- install. A pure-Lua AES would be slow, and a second implementation to get
+-- wrong. So the "PSP key file" preference is accepted and only reported as
+-- given; the cipher text is shown as bytes. (A C plugin, or the third-party
+-- luagcrypt module where installed, could do it.)
+local omrc_psp = Proto("omrc_psp", "OpenMRC PSP")
+
+local PSP_PORT = 1000
+local PSP_HDR, PSP_ICV = 16, 16
+local PSP_CRYPT_OFFSET = 5                         -- 4-byte words: inner UDP (8) + BTH (12)
+local PSP_CLEAR = PSP_HDR + UDP_HDR + BTH_HDR      -- PSP header .. end of BTH: the AAD, 36 bytes
+local PSP_OVERHEAD = UDP_HDR + PSP_HDR + PSP_ICV   -- what sealing adds to the plain frame's UDP length
+-- Versions 2 and 3 are PSP's authentication-only AES-GMAC; OpenMRC sends 0 or 1.
+local PSP_VERSIONS = { [0] = "AES-GCM-128", [1] = "AES-GCM-256", [2] = "AES-GMAC-128", [3] = "AES-GMAC-256" }
+
+local FP = {
+    next_header = ProtoField.uint8("omrc_psp.next_header", "Next header", base.DEC, { [17] = "UDP" }),
+    hdr_ext_len = ProtoField.uint8("omrc_psp.hdr_ext_len", "Header extension length (8-byte units after the first 8)",
+        base.DEC),
+    reserved = ProtoField.uint8("omrc_psp.reserved", "Reserved", base.HEX, nil, 0xC0),
+    crypt_offset = ProtoField.uint8("omrc_psp.crypt_offset", "Crypt offset (4-byte words in the clear after the IV)",
+        base.DEC, nil, 0x3F),
+    flags = ProtoField.uint8("omrc_psp.flags", "S | D | version | V | 1", base.HEX),
+    s = ProtoField.bool("omrc_psp.s", "S (sample)", 8, nil, 0x80),
+    d = ProtoField.bool("omrc_psp.d", "D (drop after sampling)", 8, nil, 0x40),
+    version = ProtoField.uint8("omrc_psp.version", "Version", base.DEC, PSP_VERSIONS, 0x3C),
+    v = ProtoField.bool("omrc_psp.v", "V (virtualization cookie present)", 8, nil, 0x02),
+    one = ProtoField.bool("omrc_psp.always_one", "Always 1", 8, nil, 0x01),
+    spi = ProtoField.uint32("omrc_psp.spi", "SPI", base.HEX),
+    spi_key_select = ProtoField.uint32("omrc_psp.spi.key_select", "Master key select", base.DEC, nil, 0x80000000),
+    spi_epoch = ProtoField.uint32("omrc_psp.spi.epoch", "Key epoch (mod 128)", base.DEC, nil, 0x7F000000),
+    spi_qpn = ProtoField.uint32("omrc_psp.spi.qpn", "Receiver QPN", base.HEX, nil, 0x00FFFFFF),
+    iv = ProtoField.uint64("omrc_psp.iv", "IV (the SA's transmit counter)", base.DEC),
+    inner_sport = ProtoField.uint16("omrc_psp.inner_udp.srcport", "Source port", base.DEC),
+    inner_dport = ProtoField.uint16("omrc_psp.inner_udp.dstport", "Destination port", base.DEC),
+    inner_len = ProtoField.uint16("omrc_psp.inner_udp.length", "Length (the plain frame's)", base.DEC),
+    inner_csum = ProtoField.uint16("omrc_psp.inner_udp.checksum", "Checksum", base.HEX),
+    encrypted = ProtoField.bytes("omrc_psp.encrypted", "Encrypted payload"),
+    encrypted_len = ProtoField.uint32("omrc_psp.encrypted_len", "Encrypted bytes (extension headers, payload, pad)",
+        base.DEC),
+    icv = ProtoField.bytes("omrc_psp.icv", "ICV (AES-GCM tag)"),
+    undecoded = ProtoField.bytes("omrc_psp.undecoded", "Rest of the PSP packet (not decoded)"),
+}
+local psp_field_list = {}
+for _, f in pairs(FP) do psp_field_list[#psp_field_list + 1] = f end
+omrc_psp.fields = psp_field_list
+
+local EP = {
+    sealed = ProtoExpert.new("omrc_psp.sealed", "Sealed OpenMRC frame (PSP)",
+        expert.group.SECURITY, expert.severity.CHAT),
+    bad_field = ProtoExpert.new("omrc_psp.bad_field", "PSP header not as OpenMRC sends it",
+        expert.group.PROTOCOL, expert.severity.WARN),
+    decryption = ProtoExpert.new("omrc_psp.decryption", "PSP decryption not available",
+        expert.group.DECRYPTION, expert.severity.NOTE),
+}
+omrc_psp.experts = { EP.sealed, EP.bad_field, EP.decryption }
+
+omrc_psp.prefs.psp_keys = Pref.string("PSP key file", "",
+    "Master keys for decryption. Accepted but not used: this Wireshark's Lua has no AES-GCM (see omrc.lua)")
+
+function omrc_psp.dissector(tvb, pinfo, tree)
+    -- Work in the frame's bytes, as the postdissector does: the ICRC covers
+    -- the IPv6 header before the outer UDP one, and the EV is in that UDP
+    -- header and the flow label. The UDP header that handed us `tvb` is the
+    -- udp.srcport whose offset lies 8 bytes before it.
+    local src, base, udp_off = tvb, 0, nil
+    for _, fi in ipairs({ fx_udp_srcport() }) do
+        local s = get_source(fi, nil)
+        if s ~= nil and fi.offset + UDP_HDR == tvb:offset() then src, base, udp_off = s, tvb:offset(), fi.offset end
+    end
+
+    -- Lengths as in the plain dissector: cap = captured bytes, rep = bytes on
+    -- the wire, claimed = per the outer UDP length (UDP already cut `tvb` to it).
+    local cap, rep = tvb:len(), tvb:reported_len()
+    local udp_len = udp_off ~= nil and src(udp_off + 4, 2):uint() or rep + UDP_HDR
+    local claimed = udp_len - UDP_HDR
+    local bad_udp_len = udp_len < UDP_HDR
+    if bad_udp_len then claimed = rep end
+    local limit = math.min(claimed, rep)
+    local avail = math.min(limit, cap)
+
+    local t = tree:add(omrc_psp, tvb(0, math.max(avail, 0)))
+    pinfo.cols.protocol:set("OpenMRC/PSP")
+    local info = {}
+    local summary = {}   -- the tree item's title, after "OpenMRC PSP"
+    local function finish()
+        t:append_text(#summary > 0 and (", " .. table.concat(summary, ", ")) or "")
+        pinfo.cols.info:set(#info > 0 and table.concat(info, " ") or "PSP")
+    end
+
+    local mode, has_srh = add_frame_mode(t)
+    local ip_off, ev = nil, nil
+    if udp_off ~= nil then ip_off, ev = add_ip_and_ev(t, src, udp_off, udp_len, bad_udp_len) end
+    local short_frame = rep < claimed
+    local trim_dscp = trimmed_dscp()
+
+    local off = 0
+    local stopped = false
+    local trimmed, trim_why = false, nil
+    local function have(n, what)
+        if off + n <= avail then return true end
+        local got = math.max(avail - off, 0)
+        if trimmed then
+            t:add_proto_expert_info(E.trimmed, string.format("Trimmed sealed data packet (%s): %s absent", trim_why, what))
+        elseif off + n <= limit then
+            t:add_proto_expert_info(E.not_captured, string.format("%s not captured: %d of %d bytes (snaplen)", what, got, n))
+        elseif short_frame then
+            t:add_proto_expert_info(E.truncated, string.format(
+                "%s truncated: %d of %d bytes (frame shorter than its UDP length)", what, got, n))
+        else
+            t:add_proto_expert_info(E.bad_len, string.format(
+                "%s does not fit: UDP length %d leaves %d of %d bytes", what, udp_len, got, n))
+        end
+        stopped = true
+        return false
+    end
+    local function tail()
+        if ev ~= nil then info[#info + 1] = string.format("EV=0x%08x", ev) end
+        if ev ~= nil then summary[#summary + 1] = string.format("EV 0x%08x", ev) end
+        if mode ~= nil then summary[#summary + 1] = MODES[mode] .. (has_srh and "+srh" or "") end
+        finish()
+    end
+
+    -- PSP header (16 bytes: no virtualization cookie in OpenMRC's frames).
+    if not have(PSP_HDR, "PSP header") then return tail() end
+    local h = t:add(src(base, PSP_HDR), "PSP header")
+    local nh, ext_len = src(base, 1):uint(), src(base + 1, 1):uint()
+    local b2, b3 = src(base + 2, 1):uint(), src(base + 3, 1):uint()
+    local crypt_off, ver, v_bit = b2 % 64, math.floor(b3 / 4) % 16, math.floor(b3 / 2) % 2 == 1
+    local odd = {}   -- what is not as OpenMRC sends it
+    local nh_item = h:add(FP.next_header, src(base, 1))
+    if nh ~= 17 then nh_item:add_proto_expert_info(EP.bad_field, "OpenMRC seals UDP (next header 17)"); odd[#odd + 1] = "next header" end
+    local ext_item = h:add(FP.hdr_ext_len, src(base + 1, 1))
+    if ext_len ~= 1 then ext_item:add_proto_expert_info(EP.bad_field, "OpenMRC sends 1 (the IV, no cookie)"); odd[#odd + 1] = "hdr ext len" end
+    local res_item = h:add(FP.reserved, src(base + 2, 1))
+    if b2 >= 64 then res_item:add_proto_expert_info(EP.bad_field, "Reserved bits must be 0") end
+    local co_item = h:add(FP.crypt_offset, src(base + 2, 1))
+    if crypt_off ~= PSP_CRYPT_OFFSET then
+        co_item:add_proto_expert_info(EP.bad_field, "OpenMRC leaves 5 words in the clear (inner UDP header and BTH)")
+        odd[#odd + 1] = "crypt offset"
+    end
+    local fl = h:add(FP.flags, src(base + 3, 1))
+    fl:add(FP.s, src(base + 3, 1))
+    fl:add(FP.d, src(base + 3, 1))
+    local ver_item = fl:add(FP.version, src(base + 3, 1))
+    if ver > 1 then ver_item:add_proto_expert_info(EP.bad_field, "OpenMRC uses AES-GCM-128 (0) or AES-GCM-256 (1)") end
+    local v_item = fl:add(FP.v, src(base + 3, 1))
+    if v_bit then v_item:add_proto_expert_info(EP.bad_field, "OpenMRC sends no virtualization cookie"); odd[#odd + 1] = "V" end
+    local one_item = fl:add(FP.one, src(base + 3, 1))
+    if b3 % 2 == 0 then one_item:add_proto_expert_info(EP.bad_field, "Byte 3 bit 0 must be 1") end
+    local vname = PSP_VERSIONS[ver] or string.format("version %d", ver)
+    fl:append_text(" (" .. vname .. ")")
+    local spi = src(base + 4, 4):uint()
+    local key_sel, epoch, spi_qpn = math.floor(spi / 0x80000000), math.floor(spi / 0x1000000) % 0x80, spi % 0x1000000
+    local spi_item = h:add(FP.spi, src(base + 4, 4))
+    spi_item:add(FP.spi_key_select, src(base + 4, 4))
+    spi_item:add(FP.spi_epoch, src(base + 4, 4))
+    spi_item:add(FP.spi_qpn, src(base + 4, 4))
+    spi_item:append_text(string.format(" (master key %d, epoch %d, QPN 0x%06x)", key_sel, epoch, spi_qpn))
+    local iv = src(base + 8, 8):uint64()   -- UInt64: all 64 bits, a double would round
+    h:add(FP.iv, src(base + 8, 8))
+    h:append_text(string.format(", %s, SPI 0x%08x, IV %s", vname, spi, tostring(iv)))
+    info[#info + 1] = string.format("PSP SPI 0x%08x epoch %d IV %s", spi, epoch, tostring(iv))
+    summary[#summary + 1] = string.format("SPI 0x%08x (epoch %d)", spi, epoch)
+    summary[#summary + 1] = "IV " .. tostring(iv)
+    off = PSP_HDR
+    if omrc_psp.prefs.psp_keys ~= "" then
+        local k = t:add(src(base + 4, 4), "decryption: not available in this Wireshark's Lua (keys given)")
+        k:set_generated()
+        k:add_proto_expert_info(EP.decryption, string.format(
+            "PSP key file %s given, but this Wireshark's Lua has no AES-GCM: payload not decrypted",
+            omrc_psp.prefs.psp_keys))
+    end
+    if #odd > 0 then
+        -- Another PSP user's packet, or a damaged one: where the inner headers
+        -- and the cipher text lie is not known; show the rest as bytes.
+        t:add_proto_expert_info(EP.bad_field, "Not an OpenMRC sealed frame (" .. table.concat(odd, ", ") ..
+            "): the rest is not decoded")
+        if avail > off then t:add(FP.undecoded, src(base + off, avail - off)) end
+        return tail()
+    end
+
+    -- Inner UDP header: the plain frame's, unchanged (clear, authenticated).
+    if not have(UDP_HDR, "inner UDP header") then return tail() end
+    local iu = t:add(src(base + off, UDP_HDR), "Inner UDP header (the plain frame's)")
+    iu:add(FP.inner_sport, src(base + off, 2))
+    local dport_item = iu:add(FP.inner_dport, src(base + off + 2, 2))
+    local ilen_item = iu:add(FP.inner_len, src(base + off + 4, 2))
+    iu:add(FP.inner_csum, src(base + off + 6, 2))
+    local inner_dport, inner_len = src(base + off + 2, 2):uint(), src(base + off + 4, 2):uint()
+    iu:append_text(string.format(", Src Port %d, Dst Port %d, Len %d", src(base + off, 2):uint(), inner_dport, inner_len))
+    if inner_dport ~= omrc.prefs.udp_port then
+        dport_item:add_proto_expert_info(EP.bad_field, string.format("OpenMRC frames go to port %d", omrc.prefs.udp_port))
+    end
+    if not bad_udp_len and inner_len + PSP_OVERHEAD ~= udp_len then
+        ilen_item:add_proto_expert_info(E.bad_len, string.format(
+            "Inner UDP length %d + %d (outer UDP, PSP, ICV) differs from the outer UDP length %d",
+            inner_len, PSP_OVERHEAD, udp_len))
+    end
+    off = off + UDP_HDR
+
+    -- BTH (clear, authenticated): OpenMRC's view of it, as for a plain frame.
+    if not have(BTH_HDR, "BTH") then return tail() end
+    local opcode = src(base + off, 1):uint()
+    local opname = OPCODES[opcode]
+    if opname == nil then
+        opname = string.format("opcode 0x%02x", opcode)
+        t:add_proto_expert_info(EP.bad_field, "Not an OpenMRC opcode")
+    end
+    info[#info + 1] = opname
+    local qpn, psn, padcnt = add_bth(t, src, base + off, opcode, opname, info)
+    summary[#summary + 1] = string.format("%s, QP 0x%06x, PSN 0x%06x", opname, qpn, psn)
+    if qpn ~= spi_qpn then
+        spi_item:add_proto_expert_info(EP.bad_field, string.format(
+            "The SPI names QPN 0x%06x, the BTH DestQP 0x%06x: the SPI is the receiver's", spi_qpn, qpn))
+    end
+    off = off + BTH_HDR
+
+    -- Encrypted extension headers, payload and pad; ICV; ICRC. A trimmed data
+    -- packet keeps the clear part at most; without its ICV it cannot be
+    -- authenticated, and a receiver drops it (docs/PROTOCOL.md §12).
+    trimmed = is_data(opcode) and (trim_dscp ~= nil or short_frame)
+    trim_why = trim_dscp and ("DSCP " .. trim_dscp) or "frame shorter than its UDP length"
+    local ct_len = claimed - PSP_CLEAR - PSP_ICV - ICRC_LEN
+    if trimmed then
+        t:add_proto_expert_info(E.trimmed, string.format(
+            "Trimmed sealed data packet (%s): cipher text, ICV and ICRC not delivered (a receiver drops it)",
+            trim_why))
+        info[#info + 1] = "[TRIMMED]"
+    elseif ct_len < 0 then
+        t:add_proto_expert_info(E.bad_len, string.format(
+            "UDP length %d leaves no room for the 16-byte ICV and the 4-byte ICRC after the BTH", udp_len))
+    else
+        local ct_item
+        if ct_len > 0 and off < avail then
+            ct_item = t:add(FP.encrypted, src(base + off, math.min(ct_len, avail - off)))
+        else
+            ct_item = t:add(src(base + math.min(off, avail), 0), "")
+        end
+        ct_item:set_text(string.format("Encrypted payload (%d bytes)", ct_len))
+        ct_item:add(FP.encrypted_len, ct_len):set_generated()
+        if padcnt > 0 then ct_item:append_text(string.format(", pad count %d inside", padcnt)) end
+        info[#info + 1] = string.format("Enc=%d", ct_len)
+        local icv_off = off + ct_len
+        if icv_off + PSP_ICV <= avail then
+            t:add(FP.icv, src(base + icv_off, PSP_ICV))
+        else
+            off = icv_off
+            have(PSP_ICV, "ICV")
+        end
+        -- The ICRC covers the sealed IPv6 packet with a plain frame's masks at
+        -- the same byte positions (lib/wire/icrc.cpp does not know PSP): the
+        -- "BTH byte 4" mask lands on the SPI's first byte (key select,
+        -- epoch). A cheap corruption check only; the ICV authenticates.
+        local icrc_rel = icv_off + PSP_ICV
+        if icrc_rel + ICRC_LEN <= avail then
+            add_icrc(t, src, ip_off, base + icrc_rel, info)
+        elseif not stopped then
+            off = icrc_rel
+            have(ICRC_LEN, "ICRC")
+        end
+    end
+    t:add_proto_expert_info(EP.sealed, string.format("Sealed: %s, SPI 0x%08x (master key %d, epoch %d, QPN 0x%06x), IV %s",
+        vname, spi, key_sel, epoch, spi_qpn, tostring(iv)))
+    return tail()
+end
+
+DissectorTable.get("udp.port"):add(PSP_PORT, omrc_psp)
 
 register_postdissector(omrc)
