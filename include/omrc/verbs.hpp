@@ -869,7 +869,8 @@ public:
     /// peer's and its key), without dropping a frame or the connection; the
     /// peer follows when the first frame under it arrives. 0; EINVAL (not
     /// encrypted, not RTS), EBUSY (packets sent before the last rotation are
-    /// not all acknowledged yet: try again later).
+    /// not all acknowledged yet: try again later), ENOSPC (127 rotations
+    /// done: the next would bring the first key back; reconnect).
     int rotate_key();
     /// Whether the QP seals its frames (decided at INIT→RTR).
     [[nodiscard]] bool encrypted() const;

@@ -241,8 +241,12 @@ bool read_key_text(Errors& e, const std::string& path, const toml::node& v, cons
 bool read_security(Errors& e, const std::string& path, const toml::node& n, DeviceOptions::Security& s) {
     const toml::table* t = read_table(e, path, n);
     if (t == nullptr) return false;
+    bool given[2] = {false, false};  // a key may come from the table or its file, not both
     auto key = [&](std::string_view name, int index, bool from_file) {
-        return Key{name, [&e, &s, index, from_file](const toml::node& v, const std::string& p) {
+        return Key{name, [&e, &s, &given, index, from_file](const toml::node& v, const std::string& p) {
+                       if (given[index])
+                           return e.fail(p, &v, fmt::format("master key {} is given twice (the key and its file)", index));
+                       given[index] = true;
                        std::string text;
                        if (!read_string(e, p, v, text)) return false;
                        if (from_file) {

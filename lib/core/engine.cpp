@@ -83,9 +83,13 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
     local_up_ = all_planes();
     const std::uint32_t w = cfg_.security.replay_window;
     if (w < 64 || w > 65536 || !std::has_single_bit(w)) cfg_.security.replay_window = 4096;
+    derive_receiver_masters();
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+    security::wipe(rx_masters_.data(), sizeof rx_masters_);
+    security::wipe(cfg_.security.master_keys.data(), sizeof cfg_.security.master_keys);
+}
 
 namespace {
 /// A command type no branch of Engine::submit handles: the static_assert
@@ -243,6 +247,7 @@ SubmitResult Engine::modify_qp(const CmdModifyQp& c, TimeNs now) {
         const std::uint32_t qpn = qp->qpn;
         const std::uint16_t conn = qp->conn_id;
         const QpCaps caps = qp->caps;
+        clear_security(*qp);
         *qp = Qp{};
         qp->qpn = qpn;
         qp->conn_id = conn;

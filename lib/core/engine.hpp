@@ -153,6 +153,8 @@ private:
     /// frame was dropped (counted); nothing changed.
     bool open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp);
     QpSecurity::RxEpoch* rx_epoch_for(Qp& qp, std::uint32_t spi);
+    /// Our receiver master keys (security::receiver_master_key of our address), at construction.
+    void derive_receiver_masters();
     bool derive_rx_epoch(const Qp& qp, std::uint32_t spi, QpSecurity::RxEpoch& ep) const;
     /// Makes qp.rq hold at least `need` receives, taking the missing ones
     /// from the QP's SRQ (all or none, oldest first); false when it cannot
@@ -386,6 +388,8 @@ private:
     Ring<wire::GatherFrame> ctrl_;           ///< control frames waiting for poll_tx
     Ring<std::uint32_t> ctrl_seal_;          ///< per ctrl_ entry: the encrypted QP to seal it for at poll_tx, 0 = plain
     std::uint32_t secure_qps_ = 0;           ///< QPs with encrypted mode (sealed frames are looked for only then)
+    std::array<security::MasterKey, 2> rx_masters_{};  ///< the keys of our SPIs derive from these
+    std::uint8_t rx_masters_present_ = 0;    ///< bit k: rx_masters_[k] derived
     /// Cipher text + ICV of the sealed frames of one poll_tx() (valid until the next).
     std::vector<std::unique_ptr<std::uint8_t[]>> seal_slots_;
     std::size_t seal_used_ = 0;

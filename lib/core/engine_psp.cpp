@@ -26,21 +26,29 @@ constexpr std::size_t kGatherBelowBytes = 512;
 /// Keys are secrets: wiped once used.
 struct WipedKey {
     security::DerivedKey k{};
-    ~WipedKey() { std::fill(k.begin(), k.end(), std::uint8_t{0}); }
+    ~WipedKey() { security::wipe(k.data(), k.size()); }
 };
 }  // namespace
 
 bool Engine::derive_rx_epoch(const Qp& qp, std::uint32_t spi, QpSecurity::RxEpoch& ep) const {
     const std::uint32_t sel = wire::spi_key_select(spi);
-    if ((cfg_.security.present & (1u << sel)) == 0) return false;
+    if ((rx_masters_present_ & (1u << sel)) == 0) return false;
     WipedKey key;
     const wire::PspVersion v = qp.sec->version;
-    if (!security::psp_derive_key(cfg_.security.master_keys[sel], spi, v, key.k)) return false;
+    if (!security::psp_derive_key(rx_masters_[sel], spi, v, key.k)) return false;
     if (!ep.key.set_key(std::span(key.k).first(wire::psp_key_bytes(v)))) return false;
     ep.window = ReplayWindow(cfg_.security.replay_window);
     ep.spi = spi;
     ep.live = true;
     return true;
+}
+
+void Engine::derive_receiver_masters() {
+    for (std::uint32_t k = 0; k < 2; ++k)
+        if ((cfg_.security.present & (1u << k)) != 0 &&
+            security::receiver_master_key(cfg_.security.master_keys[k],
+                                          std::span<const std::uint8_t, 16>(cfg_.local_addr.data(), 16), rx_masters_[k]))
+            rx_masters_present_ |= static_cast<std::uint8_t>(1u << k);
 }
 
 int Engine::set_security(Qp& qp, const QpAttr& a) {
@@ -58,8 +66,11 @@ int Engine::set_security(Qp& qp, const QpAttr& a) {
     };
     // Receive: our SPI of epoch 0, under the master key we name.
     if (!derive_rx_epoch(qp, wire::psp_spi(cfg_.security.key_select, 0, qp.qpn), s.cur)) return fail();
-    // Transmit: the peer's SPI of epoch 0, with the key it gave us or the one we derive.
+    // Transmit: the peer's SPI of epoch 0, with the key it gave us or the one
+    // we derive under the peer's receiver master key (its address's).
     s.tx_spi = wire::psp_spi(a.psp_peer_key_select, 0, a.dest_qp_num);
+    s.tx_first_epoch = 0;
+    s.tx_iv = std::uint64_t{rng_.next_u32()} << 32;
     const std::size_t key_bytes = wire::psp_key_bytes(a.psp_version);
     if (a.psp_tx_key_set) {
         if (!s.tx.set_key(std::span(a.psp_tx_key).first(key_bytes))) return fail();
@@ -67,8 +78,9 @@ int Engine::set_security(Qp& qp, const QpAttr& a) {
     } else {
         if ((cfg_.security.present & (1u << a.psp_peer_key_select)) == 0) return fail();
         WipedKey key;
-        if (!security::psp_derive_key(cfg_.security.master_keys[a.psp_peer_key_select], s.tx_spi, a.psp_version,
-                                      key.k) ||
+        if (!security::receiver_master_key(cfg_.security.master_keys[a.psp_peer_key_select],
+                                           std::span<const std::uint8_t, 16>(a.peer_addr.data(), 16), s.peer_master) ||
+            !security::psp_derive_key(s.peer_master, s.tx_spi, a.psp_version, key.k) ||
             !s.tx.set_key(std::span(key.k).first(key_bytes)))
             return fail();
     }
@@ -93,17 +105,18 @@ SubmitResult Engine::rotate_key(const CmdRotateKey& c) {
     // The peer retires our epoch before last when it sees the new one: every
     // packet first sent under it must be acknowledged by then.
     if (s.tx_rotated && psn_diff(qp->snd_una, s.tx_epoch_psn) < 0) return {EBUSY};
-    const std::uint32_t sel = wire::spi_key_select(s.tx_spi);
-    const std::uint32_t spi = wire::psp_spi(sel, wire::spi_epoch(s.tx_spi) + 1, wire::spi_qpn(s.tx_spi));
+    const std::uint32_t epoch = (wire::spi_epoch(s.tx_spi) + 1) & wire::kSpiEpochMask;
+    // 127 rotations at most: the 128th would bring the first SPI (and its key) back.
+    if (epoch == s.tx_first_epoch) return {ENOSPC};
+    const std::uint32_t spi = wire::psp_spi(wire::spi_key_select(s.tx_spi), epoch, wire::spi_qpn(s.tx_spi));
     WipedKey key;
     security::AesGcm next;
-    if ((cfg_.security.present & (1u << sel)) == 0 ||
-        !security::psp_derive_key(cfg_.security.master_keys[sel], spi, s.version, key.k) ||
+    if (!security::psp_derive_key(s.peer_master, spi, s.version, key.k) ||
         !next.set_key(std::span(key.k).first(wire::psp_key_bytes(s.version))))
         return {EINVAL};
     s.tx = std::move(next);
     s.tx_spi = spi;
-    s.tx_iv = 0;
+    s.tx_iv = std::uint64_t{rng_.next_u32()} << 32;
     s.tx_epoch_psn = qp->snd_nxt;
     s.tx_rotated = true;
     ++qp->stats.psp_tx_rotations;
@@ -184,11 +197,15 @@ QpSecurity::RxEpoch* Engine::rx_epoch_for(Qp& qp, std::uint32_t spi) {
     if (s.cur.live && spi == s.cur.spi) return &s.cur;
     if (s.prev.live && spi == s.prev.spi) return &s.prev;
     const std::uint32_t ahead = (wire::spi_epoch(spi) - wire::spi_epoch(s.cur.spi)) & wire::kSpiEpochMask;
-    if (ahead == 1) {
-        // The peer's next epoch: derived once, kept until a frame under it verifies.
-        if (s.next.live && s.next.spi == spi) return &s.next;
-        if (derive_rx_epoch(qp, spi, s.next)) return &s.next;
-        s.next.live = false;
+    // The peer's next epochs (it may have rotated more than once with nothing
+    // in flight), under the same master key as the current one: each derived
+    // once, kept until a frame under it verifies. No frame makes the engine
+    // derive more than these kMaxEpochsAhead keys per move of the peer.
+    if (ahead >= 1 && ahead <= kMaxEpochsAhead && wire::spi_key_select(spi) == wire::spi_key_select(s.cur.spi)) {
+        QpSecurity::RxEpoch& n = s.next[ahead - 1];
+        if (n.live && n.spi == spi) return &n;
+        if (derive_rx_epoch(qp, spi, n)) return &n;
+        n.live = false;
         drop(DropReason::psp_unknown_spi);
         return nullptr;
     }
@@ -252,11 +269,11 @@ bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out
         return false;
     }
     ep->window.commit(l.psp.iv);
-    if (ep == &s.next) {
-        // The peer has moved on: its epoch before last is retired.
+    if (ep != &s.cur && ep != &s.prev) {
+        // The peer has moved on: every epoch before the one it left is retired.
         s.prev = std::move(s.cur);
-        s.cur = std::move(s.next);
-        s.next.live = false;
+        s.cur = std::move(*ep);
+        for (QpSecurity::RxEpoch& n : s.next) n.live = false;
         ++qp->stats.psp_rx_rotations;
     }
     ++qp->stats.psp_opened;

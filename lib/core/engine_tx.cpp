@@ -270,8 +270,13 @@ void Engine::build_data_frame(Qp& qp, std::uint32_t psn, TxPkt& p, bool retransm
     if (qp.sec && !seal_frame(qp, out)) {
         assert(false && "a data frame of an encrypted QP always seals (modify_qp checked its headers fit)");
         ++stats_.psp_seal_failures;
-        out.segment_count = 0;  // never the payload in the clear: a truncated frame the peer drops (a loss)
+        // Never the payload or the extension headers (RETH: address, rkey) in
+        // the clear: what is left is a truncated frame the peer drops (a loss).
+        out.segment_count = 0;
         out.tail_len = 0;
+        if (out.header_len > wire::EthHdr::kSize + wire::Ipv6Hdr::kSize)
+            std::memset(out.header.data() + wire::EthHdr::kSize + wire::Ipv6Hdr::kSize, 0,
+                        out.header_len - wire::EthHdr::kSize - wire::Ipv6Hdr::kSize);
     }
 }
 

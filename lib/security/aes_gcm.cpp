@@ -66,6 +66,7 @@ bool AesGcm::seal(std::span<const std::uint8_t, kGcmNonceBytes> nonce, std::span
         else
             IMB_AES128_GCM_ENC(m, k, &ctx, out, plain[0].data(), plain[0].size(), nonce.data(), aad.data(), aad.size(),
                                tag.data(), tag.size());
+        OPENSSL_cleanse(&ctx, sizeof ctx);  // holds key stream and hash state
         return true;
     }
     if (aes256_) IMB_AES256_GCM_INIT(m, k, &ctx, nonce.data(), aad.data(), aad.size());
@@ -78,6 +79,7 @@ bool AesGcm::seal(std::span<const std::uint8_t, kGcmNonceBytes> nonce, std::span
     }
     if (aes256_) IMB_AES256_GCM_ENC_FINALIZE(m, k, &ctx, tag.data(), tag.size());
     else IMB_AES128_GCM_ENC_FINALIZE(m, k, &ctx, tag.data(), tag.size());
+    OPENSSL_cleanse(&ctx, sizeof ctx);  // holds key stream and hash state
     return true;
 }
 
@@ -108,6 +110,7 @@ bool AesGcm::open(std::span<const std::uint8_t, kGcmNonceBytes> nonce, std::span
         if (aes256_) IMB_AES256_GCM_DEC_FINALIZE(m, k, &ctx, computed, sizeof computed);
         else IMB_AES128_GCM_DEC_FINALIZE(m, k, &ctx, computed, sizeof computed);
     }
+    OPENSSL_cleanse(&ctx, sizeof ctx);
     return CRYPTO_memcmp(computed, tag.data(), kGcmTagBytes) == 0;  // constant time
 }
 

@@ -2,16 +2,16 @@
 #include "security/psp_keys.hpp"
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 
 namespace omrc::security {
 
-bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, DerivedKey& out) {
-    const std::size_t len = wire::psp_key_bytes(version);
-    char label[] = {'P', 'v', version == wire::PspVersion::aes_gcm_128 ? '0' : '1'};
-    unsigned char context[4] = {static_cast<unsigned char>(spi >> 24), static_cast<unsigned char>(spi >> 16),
-                                static_cast<unsigned char>(spi >> 8), static_cast<unsigned char>(spi)};
+namespace {
+/// SP 800-108 KBKDF in counter mode, AES-CMAC-256 under `key`: [i]32 || label || 0x00 || context || [L]32.
+bool kbkdf_cmac(const MasterKey& key, std::span<const char> label, std::span<const unsigned char> context,
+                std::span<std::uint8_t> out) {
     EVP_KDF* kdf = EVP_KDF_fetch(nullptr, "KBKDF", nullptr);
     if (kdf == nullptr) return false;
     EVP_KDF_CTX* kctx = EVP_KDF_CTX_new(kdf);
@@ -20,21 +20,35 @@ bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion
     char mode[] = "COUNTER";
     char mac[] = "CMAC";
     char cipher[] = "AES-256-CBC";
-    // SP 800-108 input per block: [i]32 || label || 0x00 || context || [L]32
-    // (OpenSSL's defaults: a 32-bit counter, the separator and L included).
     const OSSL_PARAM params[] = {
         OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MODE, mode, 0),
         OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_MAC, mac, 0),
         OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_CIPHER, cipher, 0),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<std::uint8_t*>(master.data()), master.size()),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, label, sizeof label),
-        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, context, sizeof context),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<std::uint8_t*>(key.data()), key.size()),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, const_cast<char*>(label.data()), label.size()),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, const_cast<unsigned char*>(context.data()), context.size()),
         OSSL_PARAM_construct_end()};
-    out.fill(0);
-    const bool ok = EVP_KDF_derive(kctx, out.data(), len, params) == 1;
+    const bool ok = EVP_KDF_derive(kctx, out.data(), out.size(), params) == 1;
     EVP_KDF_CTX_free(kctx);
     return ok;
 }
+}  // namespace
+
+bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, DerivedKey& out) {
+    // PSP's input per block: [i]32 || "Pv0"/"Pv1" || 0x00 || SPI || [L]32.
+    const char label[] = {'P', 'v', version == wire::PspVersion::aes_gcm_128 ? '0' : '1'};
+    const unsigned char context[4] = {static_cast<unsigned char>(spi >> 24), static_cast<unsigned char>(spi >> 16),
+                                      static_cast<unsigned char>(spi >> 8), static_cast<unsigned char>(spi)};
+    out.fill(0);
+    return kbkdf_cmac(master, label, context, std::span(out).first(wire::psp_key_bytes(version)));
+}
+
+bool receiver_master_key(const MasterKey& cluster, std::span<const std::uint8_t, 16> receiver_addr, MasterKey& out) {
+    static constexpr char kLabel[] = "OpenMRC PSP receiver";
+    return kbkdf_cmac(cluster, std::span(kLabel, sizeof kLabel - 1), receiver_addr, out);
+}
+
+void wipe(void* p, std::size_t n) noexcept { OPENSSL_cleanse(p, n); }
 
 bool parse_master_key(std::string_view hex, MasterKey& out) noexcept {
     if (hex.size() != 2 * kMasterKeyBytes) return false;

@@ -24,6 +24,19 @@ using DerivedKey = std::array<std::uint8_t, 32>;     ///< the first psp_key_byte
 /// when OpenSSL fails.
 bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, DerivedKey& out);
 
+/// The master key of one receiving device, from a master key the cluster
+/// shares: SP 800-108 KBKDF (AES-CMAC-256) with label "OpenMRC PSP receiver"
+/// and the device's IPv6 address as context. PSP gives every receiver a
+/// master key of its own; deriving it from the receiver's address keeps two
+/// devices that hold the same cluster key from deriving the same key for the
+/// same SPI (the same QPN on both ends, or on two hosts), and a frame
+/// reflected to its sender from opening there. False only when OpenSSL fails.
+bool receiver_master_key(const MasterKey& cluster, std::span<const std::uint8_t, 16> receiver_addr, MasterKey& out);
+
+/// Overwrites `n` bytes with zeros in a way the compiler may not remove
+/// (OpenSSL's cleanse): for keys about to go out of scope.
+void wipe(void* p, std::size_t n) noexcept;
+
 /// Parses 64 hex digits (a master key in a configuration file). False on any
 /// other length or a non-hex digit.
 bool parse_master_key(std::string_view hex, MasterKey& out) noexcept;

@@ -42,7 +42,8 @@ TEST_CASE("row 27: encrypted, an attacker who knows every header field sends WRI
     const std::uint64_t seed = 2701;
     CAPTURE(seed);
     LoopbackHarness h(2, fabric8(seed), keyed());
-    const auto [a, b] = h.connect(0, 1, encrypted());
+    const auto qps = h.connect(0, 1, encrypted());
+    const std::uint32_t a = qps.first, b = qps.second;  // not a structured binding: lambdas capture them (clang 14)
     const std::size_t total = 32u << 20;
     const auto sizes = message_sizes(total, 64 << 10, 1 << 20, seed);
     GuardedTransfer t = make_guarded(total, seed);
@@ -97,7 +98,8 @@ TEST_CASE("row 28: encrypted, one bit flipped anywhere in 1% of frames (the ICRC
     imp.corrupt.rate = 0.01;
     imp.corrupt.anywhere = true;
     h.fabric.set_impairment_all(imp);
-    const auto [a, b] = h.connect(0, 1, encrypted());
+    const auto qps = h.connect(0, 1, encrypted());
+    const std::uint32_t a = qps.first, b = qps.second;  // not a structured binding: lambdas capture them (clang 14)
     const std::size_t total = 64u << 20;
     const auto sizes = message_sizes(total, 4 << 10, 4 << 20, seed);
     GuardedTransfer t = make_guarded(total, seed);
@@ -119,7 +121,8 @@ TEST_CASE("row 29: encrypted, 5% of frames replayed by the network 2 x RTO late"
     imp.duplicate.rate = 0.05;
     imp.duplicate.extra_delay_ns = 8'000'000;  // 2 × the QPs' 4 ms timeout: long after the CQE
     h.fabric.set_impairment_all(imp);
-    const auto [a, b] = h.connect(0, 1, encrypted());
+    const auto qps = h.connect(0, 1, encrypted());
+    const std::uint32_t a = qps.first, b = qps.second;  // not a structured binding: lambdas capture them (clang 14)
     const std::size_t total = 64u << 20;
     const auto sizes = message_sizes(total, 4 << 10, 4 << 20, seed);
     GuardedTransfer t = make_guarded(total, seed);
@@ -144,7 +147,8 @@ TEST_CASE("row 30: encrypted, key rotation under 5% loss with spraying", "[fault
     imp.loss.rate = 0.05;
     imp.delay.jitter_ns = 20'000;
     h.fabric.set_impairment_all(imp);
-    const auto [a, b] = h.connect(0, 1, encrypted());
+    const auto qps = h.connect(0, 1, encrypted());
+    const std::uint32_t a = qps.first, b = qps.second;  // not a structured binding: lambdas capture them (clang 14)
     const std::size_t total = 128u << 20;
     const auto sizes = message_sizes(total, 64 << 10, 4 << 20, seed);
     GuardedTransfer t = make_guarded(total, seed);

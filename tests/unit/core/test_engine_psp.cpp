@@ -359,3 +359,54 @@ TEST_CASE("Engine::psp__rotation_refusals", "[unit][core][psp]") {
     const auto p = plain.connect(omrc::test::fixed_window_attr());
     CHECK(plain.engines[0]->submit(CmdRotateKey{p.first}, plain.now).err == EINVAL);
 }
+
+TEST_CASE("Engine::psp__reflected_frames_do_not_open_at_their_sender", "[unit][core][psp]") {
+    // Both ends' first QPs have the same QPN, so both directions use the same
+    // SPI; the keys still differ (each receiver's master key is derived from
+    // its address), and a frame A sent, turned back to A, does not open there.
+    EnginePair pair(keyed_config());
+    std::vector<std::vector<std::uint8_t>> sent;
+    pair.hook = [&](int from, std::uint8_t, std::vector<std::uint8_t>& f) {
+        if (from == 0) sent.push_back(f);
+        return Fate{};
+    };
+    Transfer t(pair, pair.connect(encrypted_attr()), 64 << 10, 21);
+    REQUIRE(t.qa == t.qb);
+    t.post(16 << 10);
+    REQUIRE(t.run());
+    REQUIRE(t.dst == t.src);
+    Engine& a = *pair.engines[0];
+    const std::uint64_t bad = dropped(a, DropReason::psp_bad_tag), opened = a.find_qp(t.qa)->stats.psp_opened;
+    std::uint64_t n = 0;
+    for (auto f : sent) {
+        wire::PspLayout l;
+        if (wire::locate_psp(f, l) != wire::WireError::ok) continue;
+        // From B's address to A's, as if B had sent it.
+        std::memcpy(&f[l.ip_offset + 8], EnginePair::addr(1).data(), 16);
+        std::memcpy(&f[l.ip_offset + 24], EnginePair::addr(0).data(), 16);
+        wire::store_le32(&f[l.icrc_offset], wire::icrc_compute(std::span(f).subspan(l.ip_offset, l.icrc_offset - l.ip_offset)));
+        a.on_rx(f, 0, pair.now);
+        ++n;
+    }
+    CHECK(n > 10);
+    CHECK(dropped(a, DropReason::psp_bad_tag) == bad + n);
+    CHECK(a.find_qp(t.qa)->stats.psp_opened == opened);
+}
+
+TEST_CASE("Engine::psp__rotations_skip_ahead_and_end_before_the_first_key_returns", "[unit][core][psp]") {
+    EnginePair pair(keyed_config());
+    Transfer t(pair, pair.connect(encrypted_attr()), 256 << 10, 23);
+    // Twice with nothing in flight: the receiver takes epoch 2 without having seen 1.
+    REQUIRE(pair.engines[0]->submit(CmdRotateKey{t.qa}, pair.now).err == 0);
+    REQUIRE(pair.engines[0]->submit(CmdRotateKey{t.qa}, pair.now).err == 0);
+    t.post(64 << 10);
+    REQUIRE(t.run());
+    CHECK(t.dst == t.src);
+    CHECK(pair.engines[1]->find_qp(t.qb)->stats.psp_rx_rotations == 1);
+    CHECK(dropped(*pair.engines[1], DropReason::psp_unknown_spi) == 0);
+    // 127 rotations in all, then ENOSPC: the 128th would bring epoch 0's SPI and key back.
+    int done = 2, err = 0;
+    while ((err = pair.engines[0]->submit(CmdRotateKey{t.qa}, pair.now).err) == 0) ++done;
+    CHECK(err == ENOSPC);
+    CHECK(done == 127);
+}
