@@ -27,9 +27,12 @@ struct GatherFrame {
     std::uint16_t header_len = 0;                 ///< bytes used in `header`
     std::uint8_t tail_len = 0;                    ///< pad (0..3) + ICRC (4)
     std::uint8_t segment_count = 0;
-    /// The payload lies in the engine's own memory (an inline WR's copy), not
-    /// in registered memory: it may be reused as soon as the engine has the
-    /// packet acknowledged, so a zero-copy driver copies it instead.
+    /// The payload lies in the engine's own memory (an inline WR's copy, or a
+    /// sealed frame's cipher text and ICV), not in registered memory, so a
+    /// zero-copy driver copies it instead. An inline WR's copy may be reused
+    /// once the engine has the packet acknowledged; a sealed frame's (docs/PROTOCOL.md
+    /// §12) at the engine's next poll_tx(): whatever keeps a frame longer
+    /// (ProgressLoop::keep) copies it.
     bool payload_in_engine_memory = false;
     /// A SACK's echoed INT records (OpenMRC extension, docs/PROTOCOL.md):
     /// engine memory, valid until the next call into the engine; drivers
