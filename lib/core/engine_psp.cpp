@@ -273,7 +273,7 @@ bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out
         // The peer has moved on: every epoch before the one it left is retired.
         s.prev = std::move(s.cur);
         s.cur = std::move(*ep);
-        for (QpSecurity::RxEpoch& n : s.next) n.live = false;
+        for (QpSecurity::RxEpoch& cand : s.next) cand.live = false;
         ++qp->stats.psp_rx_rotations;
     }
     ++qp->stats.psp_opened;
