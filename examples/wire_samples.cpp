@@ -82,12 +82,8 @@ std::vector<std::uint8_t> seal(const wire::SampleFrame& f, const wire::ParsedFra
     std::vector<std::uint8_t> out(f.bytes.size() + wire::kPspOverhead);
     if (wire::psp_write_clear_part(f.bytes, ip, f.spec.mode, h, out) != clear_len) return {};
 
-    security::DerivedKey key{};
     security::AesGcm gcm;
-    const bool keyed = security::psp_derive_key(test_master_key(s.key_select), h.spi, s.version, key) &&
-                       gcm.set_key(std::span(key).first(wire::psp_key_bytes(s.version)));
-    std::fill(key.begin(), key.end(), std::uint8_t{0});  // in the AES schedule now (a test key, but as the engine does)
-    if (!keyed) return {};
+    if (!security::psp_key_schedule(test_master_key(s.key_select), h.spi, s.version, gcm)) return {};
     const std::size_t psp_off = ip + wire::Ipv6Hdr::kSize + wire::UdpHdr::kSize;
     const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(out.data() + psp_off + 4, 12);
     const std::span<const std::uint8_t> aad(out.data() + psp_off, clear_len - psp_off);

@@ -675,9 +675,7 @@ void Engine::rx_one(const wire::RxFrame& arrived, TimeNs now) {
     // changes), then handled as the plain frame inside it.
     Qp* sealed_for = nullptr;
     wire::RxFrame opened;
-    if (secure_qps_ > 0 && wire::is_psp_frame({arrived.data, arrived.len})) {
-        if (!open_frame(arrived, opened, sealed_for)) return;
-    }
+    if (secure_qps_ > 0 && open_frame(arrived, opened, sealed_for) == Opened::dropped) return;
     const wire::RxFrame& frame = sealed_for != nullptr ? opened : arrived;
     wire::FrameView f;
     // The ICRC of a sealed frame was checked over the sealed bytes.

@@ -148,10 +148,13 @@ private:
     /// poll_tx(), ICRC in g.tail. False (frame not sendable) when the headers
     /// do not fit or no buffer is left.
     bool seal_frame(Qp& qp, wire::GatherFrame& g);
-    /// Opens a sealed frame: checks ICRC, SPI, epoch, replay and ICV, then
-    /// writes the plain frame to rx_plain_ and points `out` at it. False: the
-    /// frame was dropped (counted); nothing changed.
-    bool open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp);
+    /// What open_frame() did with a received frame.
+    enum class Opened : std::uint8_t { plain, opened, dropped };
+    /// Walks a received frame once: not a sealed frame → plain (for the
+    /// plain parser). A sealed one: checks ICRC, SPI, epoch, replay and ICV,
+    /// then writes the plain frame to rx_plain_ and points `out` at it
+    /// (opened, `qp` its QP), or drops it, counted, nothing changed.
+    Opened open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp);
     QpSecurity::RxEpoch* rx_epoch_for(Qp& qp, std::uint32_t spi);
     /// Our receiver master keys (security::receiver_master_key of our address), at construction.
     void derive_receiver_masters();

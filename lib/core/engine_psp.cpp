@@ -11,7 +11,6 @@
 #include "core/engine.hpp"
 #include "core/psn.hpp"
 #include "security/psp_keys.hpp"
-#include "wire/bth_peek.hpp"
 #include "wire/icrc.hpp"
 
 namespace omrc::core {
@@ -23,20 +22,12 @@ constexpr std::size_t kSealSlotBytes = 4096 + 512;
 /// Frames with fewer encrypted bytes are gathered and sealed in one call.
 constexpr std::size_t kGatherBelowBytes = 512;
 
-/// Keys are secrets: wiped once used.
-struct WipedKey {
-    security::DerivedKey k{};
-    ~WipedKey() { security::wipe(k.data(), k.size()); }
-};
 }  // namespace
 
 bool Engine::derive_rx_epoch(const Qp& qp, std::uint32_t spi, QpSecurity::RxEpoch& ep) const {
     const std::uint32_t sel = wire::spi_key_select(spi);
     if ((rx_masters_present_ & (1u << sel)) == 0) return false;
-    WipedKey key;
-    const wire::PspVersion v = qp.sec->version;
-    if (!security::psp_derive_key(rx_masters_[sel], spi, v, key.k)) return false;
-    if (!ep.key.set_key(std::span(key.k).first(wire::psp_key_bytes(v)))) return false;
+    if (!security::psp_key_schedule(rx_masters_[sel], spi, qp.sec->version, ep.key)) return false;
     ep.window = ReplayWindow(cfg_.security.replay_window);
     ep.spi = spi;
     ep.live = true;
@@ -71,17 +62,14 @@ int Engine::set_security(Qp& qp, const QpAttr& a) {
     s.tx_spi = wire::psp_spi(a.psp_peer_key_select, 0, a.dest_qp_num);
     s.tx_first_epoch = 0;
     s.tx_iv = std::uint64_t{rng_.next_u32()} << 32;
-    const std::size_t key_bytes = wire::psp_key_bytes(a.psp_version);
     if (a.psp_tx_key_set) {
-        if (!s.tx.set_key(std::span(a.psp_tx_key).first(key_bytes))) return fail();
+        if (!s.tx.set_key(std::span(a.psp_tx_key).first(wire::psp_key_bytes(a.psp_version)))) return fail();
         s.tx_key_given = true;
     } else {
         if ((cfg_.security.present & (1u << a.psp_peer_key_select)) == 0) return fail();
-        WipedKey key;
         if (!security::receiver_master_key(cfg_.security.master_keys[a.psp_peer_key_select],
                                            std::span<const std::uint8_t, 16>(a.peer_addr.data(), 16), s.peer_master) ||
-            !security::psp_derive_key(s.peer_master, s.tx_spi, a.psp_version, key.k) ||
-            !s.tx.set_key(std::span(key.k).first(key_bytes)))
+            !security::psp_key_schedule(s.peer_master, s.tx_spi, a.psp_version, s.tx))
             return fail();
     }
     // The key the attributes carried is in the AES schedule now; do not keep a copy.
@@ -109,11 +97,8 @@ SubmitResult Engine::rotate_key(const CmdRotateKey& c) {
     // 127 rotations at most: the 128th would bring the first SPI (and its key) back.
     if (epoch == s.tx_first_epoch) return {ENOSPC};
     const std::uint32_t spi = wire::psp_spi(wire::spi_key_select(s.tx_spi), epoch, wire::spi_qpn(s.tx_spi));
-    WipedKey key;
     security::AesGcm next;
-    if (!security::psp_derive_key(s.peer_master, spi, s.version, key.k) ||
-        !next.set_key(std::span(key.k).first(wire::psp_key_bytes(s.version))))
-        return {EINVAL};
+    if (!security::psp_key_schedule(s.peer_master, spi, s.version, next)) return {EINVAL};
     s.tx = std::move(next);
     s.tx_spi = spi;
     s.tx_iv = std::uint64_t{rng_.next_u32()} << 32;
@@ -125,9 +110,9 @@ SubmitResult Engine::rotate_key(const CmdRotateKey& c) {
 
 bool Engine::seal_frame(Qp& qp, wire::GatherFrame& g) {
     QpSecurity& s = *qp.sec;
-    wire::BthPeek peek;
-    if (!wire::peek_bth(std::span(g.header).first(g.header_len), peek)) return false;
-    const std::size_t ip_off = peek.ip_offset;
+    // Where the IPv6 header before UDP lies in every frame of the QP, data
+    // and control alike (an encrypted QP has no SRH: modify_qp refuses it).
+    const std::size_t ip_off = qp.data_tmpl.icrc_offset();
     const std::size_t bth_end = ip_off + wire::Ipv6Hdr::kSize + wire::UdpHdr::kSize + wire::BthHdr::kSize;
     const std::size_t clear_len = ip_off + wire::kPspClearBytesAfterIp;
     if (clear_len > wire::GatherFrame::kMaxHeader || bth_end > g.header_len || g.tail_len < wire::kIcrcSize) return false;
@@ -214,13 +199,15 @@ QpSecurity::RxEpoch* Engine::rx_epoch_for(Qp& qp, std::uint32_t spi) {
     return nullptr;
 }
 
-bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out) {
+Engine::Opened Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out) {
     std::span<const std::uint8_t> f(in.data, in.len);
     if (in.payload != nullptr) {
-        // Header split: make it contiguous (the split point is not ours to trust; the layout walk checks all).
+        // Header split (rare): make a sealed one contiguous (the split point
+        // is not ours to trust; the layout walk checks all).
+        if (!wire::is_psp_frame(f)) return Opened::plain;
         if (in.split > in.len) {
             ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::bad_split)];
-            return false;
+            return Opened::dropped;
         }
         rx_flat_.resize(in.frame_len());
         std::memcpy(rx_flat_.data(), in.data, in.split);
@@ -230,27 +217,28 @@ bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out
     }
     wire::PspLayout l;
     if (const wire::WireError e = wire::locate_psp(f, l); e != wire::WireError::ok) {
+        if (!l.sealed) return Opened::plain;  // not port 1000: the plain parser judges it
         ++stats_.rx_wire_errors[static_cast<std::size_t>(e)];
-        return false;
+        return Opened::dropped;
     }
     if (cfg_.verify_icrc &&
         !wire::icrc_verify(f.subspan(l.ip_offset, l.icrc_offset + wire::kIcrcSize - l.ip_offset))) {
         ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::bad_icrc)];
-        return false;
+        return Opened::dropped;
     }
     const std::uint32_t spi = l.psp.spi;
     Qp* qp = qp_by_num(wire::spi_qpn(spi));
     // The SPI must name an encrypted QP of ours, the one BTH names, with this version.
     if (qp == nullptr || !qp->sec || wire::spi_qpn(spi) != l.dest_qp || l.psp.version != qp->sec->version) {
         drop(DropReason::psp_unknown_spi);
-        return false;
+        return Opened::dropped;
     }
     QpSecurity& s = *qp->sec;
     QpSecurity::RxEpoch* ep = rx_epoch_for(*qp, spi);
-    if (ep == nullptr) return false;
+    if (ep == nullptr) return Opened::dropped;
     if (ep->window.check(l.psp.iv) != ReplayWindow::Verdict::fresh) {
         drop(DropReason::psp_replay);
-        return false;
+        return Opened::dropped;
     }
     // The plain frame: headers up to BTH rebuilt, then the decrypted bytes, then an ICRC slot.
     const std::size_t plain_len = f.size();  // ≥ the plain frame (sealed = plain + overhead)
@@ -258,7 +246,7 @@ bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out
     const std::size_t n = wire::psp_write_plain_part(f, l, rx_plain_);
     if (n == 0) {
         ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::psp_truncated)];
-        return false;
+        return Opened::dropped;
     }
     const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(f.data() + l.psp_offset + 4, 12);
     const std::span<const std::uint8_t> aad = f.subspan(l.psp_offset, l.aad_len());
@@ -266,7 +254,7 @@ bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out
     const std::span<const std::uint8_t, security::kGcmTagBytes> tag(f.data() + l.icv_offset(), security::kGcmTagBytes);
     if (!ep->key.open(nonce, aad, {&ct, 1}, rx_plain_.data() + n, tag)) {
         drop(DropReason::psp_bad_tag);
-        return false;
+        return Opened::dropped;
     }
     ep->window.commit(l.psp.iv);
     if (ep != &s.cur && ep != &s.prev) {
@@ -282,7 +270,7 @@ bool Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Qp*& qp_out
     out.telemetry = in.telemetry;
     out.no_reply = in.no_reply;
     qp_out = qp;
-    return true;
+    return Opened::opened;
 }
 
 }  // namespace omrc::core

@@ -43,6 +43,14 @@ bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion
     return kbkdf_cmac(master, label, context, std::span(out).first(wire::psp_key_bytes(version)));
 }
 
+bool psp_key_schedule(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, AesGcm& out) {
+    DerivedKey key;
+    const bool ok = psp_derive_key(master, spi, version, key) &&
+                    out.set_key(std::span(key).first(wire::psp_key_bytes(version)));
+    wipe(key.data(), key.size());
+    return ok;
+}
+
 bool receiver_master_key(const MasterKey& cluster, std::span<const std::uint8_t, 16> receiver_addr, MasterKey& out) {
     static constexpr char kLabel[] = "OpenMRC PSP receiver";
     return kbkdf_cmac(cluster, std::span(kLabel, sizeof kLabel - 1), receiver_addr, out);

@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "security/aes_gcm.hpp"
 #include "wire/psp.hpp"
 
 namespace omrc::security {
@@ -23,6 +24,10 @@ using DerivedKey = std::array<std::uint8_t, 32>;     ///< the first psp_key_byte
 /// which of the receiver's two master keys the caller passes). False only
 /// when OpenSSL fails.
 bool psp_derive_key(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, DerivedKey& out);
+
+/// psp_derive_key(), then the key expanded into `out` and wiped: the AES
+/// schedule of `spi`'s key. False when either step fails (`out` unkeyed).
+bool psp_key_schedule(const MasterKey& master, std::uint32_t spi, wire::PspVersion version, AesGcm& out);
 
 /// The master key of one receiving device, from a master key the cluster
 /// shares: SP 800-108 KBKDF (AES-CMAC-256) with label "OpenMRC PSP receiver"

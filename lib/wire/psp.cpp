@@ -88,6 +88,7 @@ bool is_psp_frame(std::span<const std::uint8_t> frame) noexcept {
 }
 
 WireError locate_psp(std::span<const std::uint8_t> f, PspLayout& out) noexcept {
+    out.sealed = false;
     std::size_t ip = 0;
     FrameMode mode{};
     if (const WireError e = walk_to_udp(f, ip, mode); e != WireError::ok) return e;
@@ -95,6 +96,7 @@ WireError locate_psp(std::span<const std::uint8_t> f, PspLayout& out) noexcept {
     UdpHdr u;
     if (const WireError e = UdpHdr::decode(f.subspan(std::min(udp, f.size())), u); e != WireError::ok) return e;
     if (u.dst_port != kPspUdpPort) return WireError::not_roce_port;
+    out.sealed = true;
     const std::size_t ip_payload = load_be16(&f[ip + 4]);
     if (u.length != ip_payload) return WireError::bad_udp_len;
     const std::size_t end = udp + u.length;  // end of the IPv6 packet

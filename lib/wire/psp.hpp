@@ -79,6 +79,10 @@ inline constexpr std::uint32_t kSpiEpochMask = 0x7F;
 
 /// Where the pieces of a sealed frame lie (offsets from the frame's start).
 struct PspLayout {
+    /// The headers reach a UDP header with destination port 1000: set by
+    /// locate_psp() whatever it then returns (false: not a sealed frame at
+    /// all, for the plain parser to judge).
+    bool sealed = false;
     FrameMode mode = FrameMode::plain;
     std::uint16_t ip_offset = 0;    ///< the IPv6 header before UDP (inner in srv6 mode)
     std::uint16_t psp_offset = 0;   ///< PSP header (= ip_offset + 40 + 8)
@@ -106,7 +110,7 @@ struct PspLayout {
 /// to be unsealed, not parsed as a plain one). Never reads past the frame.
 [[nodiscard]] bool is_psp_frame(std::span<const std::uint8_t> frame) noexcept;
 
-/// Walks and validates a sealed frame (the IPv6 chain as parse_frame() does,
+/// Walks and validates a sealed frame in one pass (the IPv6 chain as parse_frame() does,
 /// lengths, the PSP header, the inner UDP header: port 4791 and a length that
 /// matches, a whole BTH, room for the ICV and the ICRC) and fills `out`.
 /// Does not check the ICRC (icrc_verify over [ip_offset, end)) or the ICV.
