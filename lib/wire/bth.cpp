@@ -24,6 +24,7 @@ const char* opcode_name(Opcode op) noexcept {
         case Opcode::read_resp_only: return "READ_RESPONSE_ONLY";
         case Opcode::ack: return "ACK";
         case Opcode::ep_request: return "EP_REQUEST";
+        case Opcode::cm: return "CM";
         case Opcode::ep_response: return "EP_RESPONSE";
         case Opcode::sack: return "SACK";
         case Opcode::nack: return "NACK";

@@ -44,6 +44,10 @@ enum class Opcode : std::uint8_t {
     read_resp_last = 0xCF,
     read_resp_only = 0xD0,
     ack = 0xD1,            ///< transport ACK/NAK: AETH
+    /// OpenMRC's connection manager (docs/PROTOCOL.md §13): IBTA UD
+    /// SEND_ONLY numbering, as RoCE carries its CM MADs; DETH, then one CM
+    /// message as payload; always to DestQP 1 (kCmQpn). Not an MRC opcode.
+    cm = 0x64,
     ep_request = 0xD8,     ///< endpoint request (ERTH), reserved QPN 2
     ep_response = 0xD9,    ///< endpoint response (ERTH), reserved QPN 2
     sack = 0xDC,           ///< reliability SACK: SETH + CC state
@@ -53,6 +57,9 @@ enum class Opcode : std::uint8_t {
 
 /// Reserved destination QPN for connectionless endpoint messages (ERTH).
 inline constexpr std::uint32_t kEndpointQpn = 2;
+/// Reserved destination QPN of connection-manager messages (IBTA's QP1, the
+/// GSI QP that RoCE CM MADs go to); QPN 1 is never assigned to a connection.
+inline constexpr std::uint32_t kCmQpn = 1;
 
 [[nodiscard]] constexpr bool is_known_opcode(std::uint8_t op) noexcept {
     switch (op) {
@@ -60,6 +67,7 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
         case 0xC6: case 0xC7: case 0xC8: case 0xC9: case 0xCA: case 0xCB:
         case 0xCC: case 0xCD: case 0xCE: case 0xCF: case 0xD0:
         case 0xD1: case 0xD8: case 0xD9: case 0xDC: case 0xDD: case 0xDE:
+        case 0x64:
             return true;
         default:
             return false;
@@ -69,6 +77,8 @@ inline constexpr std::uint32_t kEndpointQpn = 2;
 [[nodiscard]] constexpr bool is_data_opcode(Opcode op) noexcept {
     return op >= Opcode::send_first && op <= Opcode::read_resp_only;
 }
+/// Carries a payload after its extension headers: data, and CM messages.
+[[nodiscard]] constexpr bool carries_payload(Opcode op) noexcept { return is_data_opcode(op) || op == Opcode::cm; }
 /// READ_RESPONSE_*: placed into the READ WR its METH.RQMSN names, at RETH.VA bytes in.
 [[nodiscard]] constexpr bool is_read_response_opcode(Opcode op) noexcept {
     return op >= Opcode::read_resp_first && op <= Opcode::read_resp_only;

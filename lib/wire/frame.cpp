@@ -38,6 +38,7 @@ std::size_t ext_header_size(Opcode op, bool ts, bool credit) noexcept {
         case Opcode::probe: return PethHdr::kSize;
         case Opcode::ep_request: return ErthHdr::kSize;
         case Opcode::ep_response: return EethHdr::kSize;
+        case Opcode::cm: return DethHdr::kSize;
     }
     return 0;
 }
@@ -86,6 +87,7 @@ WireError encode_ext(std::span<std::uint8_t> out, const FrameSpec& s) noexcept {
         case Opcode::probe: return put(s.peth);
         case Opcode::ep_request: return put(s.erth);
         case Opcode::ep_response: return put(s.eeth);
+        case Opcode::cm: return put(s.deth);
         default: return WireError::bad_field;
     }
 }
@@ -100,7 +102,7 @@ std::size_t header_size(const FrameSpec& spec) noexcept {
 WireError build_headers(std::span<std::uint8_t> out, const FrameSpec& spec, std::size_t payload_len,
                         std::size_t& hdr_len) noexcept {
     if (!is_known_opcode(static_cast<std::uint8_t>(spec.bth.opcode))) return WireError::unknown_opcode;
-    if (!is_data_opcode(spec.bth.opcode) && payload_len != 0) return WireError::bad_field;
+    if (!carries_payload(spec.bth.opcode) && payload_len != 0) return WireError::bad_field;
     hdr_len = header_size(spec);
     if (out.size() < hdr_len) return WireError::buffer_too_small;
     const std::size_t pad = (4 - payload_len % 4) % 4;
@@ -318,7 +320,7 @@ WireError parse_pieces(const FramePieces& in, const ParseOptions& opts, FrameVie
 
     const std::size_t body = icrc_off - off;  // payload + pad
     if (out.bth.pad_count > body) return WireError::bad_pad;
-    if (!is_data_opcode(op) && body != 0) return WireError::bad_field;
+    if (!carries_payload(op) && body != 0) return WireError::bad_field;
     if (op == Opcode::read_req && body != out.bth.pad_count) return WireError::bad_field;  // a request carries no payload
     if (!in.is_split) {
         out.payload = in.head.subspan(off, body - out.bth.pad_count);
@@ -400,6 +402,7 @@ WireError parse_frame(std::span<const std::uint8_t> frame, const ParseOptions& o
             case Opcode::nack: out.neth = v.ext_header<NethHdr>(); break;
             case Opcode::probe: out.peth = v.ext_header<PethHdr>(); break;
             case Opcode::ep_request: out.erth = v.ext_header<ErthHdr>(); break;
+            case Opcode::cm: out.deth = v.ext_header<DethHdr>(); break;
             default: out.eeth = v.ext_header<EethHdr>(); break;
         }
     }

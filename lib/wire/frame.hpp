@@ -17,6 +17,7 @@
 #include <span>
 
 #include "wire/bth.hpp"
+#include "wire/cm_msg.hpp"
 #include "wire/credit_ext.hpp"
 #include "wire/endpoint_ext.hpp"
 #include "wire/error.hpp"
@@ -74,6 +75,7 @@ struct FrameSpec {
     PethHdr peth{};
     ErthHdr erth{};
     EethHdr eeth{};
+    DethHdr deth{};         ///< CM messages (opcode cm) only
 };
 
 /// Bytes from the start of the frame to the end of the extension headers.
@@ -138,6 +140,7 @@ struct ParsedFrame {
     PethHdr peth{};
     ErthHdr erth{};
     EethHdr eeth{};
+    DethHdr deth{};         ///< CM messages (opcode cm) only
     std::uint32_t ev = 0;
     TrimKind trim = TrimKind::none;
     std::uint8_t ecn = 0;     ///< ECN of the header the fabric marks (outer in srv6 mode)

@@ -47,6 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         s.neth = p.neth;
         s.peth = p.peth;
         s.erth = p.erth;
+        s.eeth = p.eeth;
+        s.deth = p.deth;
         std::vector<std::uint8_t> out(size + 64);
         std::size_t len = 0;
         if (build_frame(out, s, p.payload, len) != WireError::ok) continue;

@@ -27,6 +27,7 @@ CMAKE_ONLY_SOURCES = {
     "tests/fuzz/fuzz_frame_parser.cpp": "libFuzzer target, CMake's fuzz preset",
     "tests/fuzz/fuzz_engine_rx.cpp": "libFuzzer target, CMake's fuzz preset",
     "tests/fuzz/fuzz_psp.cpp": "libFuzzer target, CMake's fuzz preset",
+    "tests/fuzz/fuzz_cm.cpp": "libFuzzer target, CMake's fuzz preset",
 }
 MESON_ONLY_SOURCES = {}
 CMAKE_ONLY_TESTS = {

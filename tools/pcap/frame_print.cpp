@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "routing/fabric.hpp"
+#include "wire/cm_msg.hpp"
 #include "wire/mrc_choices.hpp"
 #include "wire/usid.hpp"
 
@@ -164,6 +165,22 @@ void ext_text(Out o, const wire::ParsedFrame& p) {
         case Opcode::ep_response:
             fmt::format_to(o, " EETH[{} ts_echo={}]", erth_op_name(p.eeth.op), p.eeth.ts_echo);
             break;
+        case Opcode::cm: {
+            fmt::format_to(o, " DETH[qkey=0x{:08x} src_qp={}]", p.deth.qkey, p.deth.src_qp);
+            wire::CmMessage m;
+            if (wire::CmMessage::decode(p.payload, m) != wire::WireError::ok) {
+                fmt::format_to(o, " CM[malformed]");
+                break;
+            }
+            fmt::format_to(o, " CM[{} src=0x{:08x} dst=0x{:08x} attempt={}", wire::to_string(m.type), m.src_comm_id,
+                           m.dst_comm_id, m.attempt);
+            if (m.type == wire::CmType::req || m.type == wire::CmType::rep)
+                fmt::format_to(o, " service=0x{:x} qpn=0x{:06x} psn={} mtu={} planes={} enc={}", m.service_id, m.qpn,
+                               m.psn, m.mtu, m.planes, m.encryption);
+            if (m.type == wire::CmType::rej) fmt::format_to(o, " reason={}", wire::to_string(m.reason));
+            fmt::format_to(o, "]");
+            break;
+        }
         default: break;
     }
 }

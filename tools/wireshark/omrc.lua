@@ -95,6 +95,7 @@ local OPCODES = {
     [0xDC] = "SACK",
     [0xDD] = "NACK",
     [0xDE] = "PROBE",
+    [0x64] = "CM (OpenMRC connection manager; body not decoded here)",
 }
 local OP_ACK, OP_EP_REQ, OP_EP_RESP, OP_SACK, OP_NACK, OP_PROBE = 0xD1, 0xD8, 0xD9, 0xDC, 0xDD, 0xDE
 local function is_data(op) return op >= 0xC0 and op <= 0xD0 end

@@ -64,7 +64,7 @@ TEST_CASE("BthHdr::decode__every_opcode", "[unit][wire]") {
             CHECK(e == WireError::unknown_opcode);
         }
     }
-    CHECK(known == 23);  // 6 SEND, 6 WRITE, 5 READ, ACK, 2 endpoint, SACK, NACK, PROBE
+    CHECK(known == 24);  // 6 SEND, 6 WRITE, 5 READ, ACK, 2 endpoint, SACK, NACK, PROBE, CM
 }
 
 TEST_CASE("BthHdr::decode__tver_and_truncation", "[unit][wire]") {
