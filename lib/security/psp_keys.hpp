@@ -38,6 +38,12 @@ bool psp_key_schedule(const MasterKey& master, std::uint32_t spi, wire::PspVersi
 /// reflected to its sender from opening there. False only when OpenSSL fails.
 bool receiver_master_key(const MasterKey& cluster, std::span<const std::uint8_t, 16> receiver_addr, MasterKey& out);
 
+/// A connection manager's cookie MAC (docs/PROTOCOL.md §13.5): the first
+/// out.size() (≤ 32) bytes of HMAC-SHA-256 of `data` under `secret`, from
+/// OpenSSL. False only when OpenSSL fails.
+bool cookie_mac(std::span<const std::uint8_t, 32> secret, std::span<const std::uint8_t> data,
+                std::span<std::uint8_t> out);
+
 /// Overwrites `n` bytes with zeros in a way the compiler may not remove
 /// (OpenSSL's cleanse): for keys about to go out of scope.
 void wipe(void* p, std::size_t n) noexcept;

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "core/conn_manager.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "security/psp_keys.hpp"
+#include "wire/bytes.hpp"
+
+namespace omrc::core {
+
+using wire::CmMessage;
+using wire::CmReject;
+using wire::CmType;
+
+ConnManager::ConnManager(const CmLimits& limits, std::uint64_t seed, CmKeys* keys)
+    : limits_(limits), rng_(seed), keys_(keys) {
+    for (std::size_t i = 0; i < cookie_secret_.size(); i += 8) {
+        const std::uint64_t r = rng_.next();
+        std::memcpy(cookie_secret_.data() + i, &r, 8);
+    }
+}
+
+int ConnManager::listen(std::uint64_t service_id, const CmListen& how) {
+    if (listener(service_id) != nullptr) return EADDRINUSE;
+    listeners_.push_back({service_id, how});
+    return 0;
+}
+
+int ConnManager::unlisten(std::uint64_t service_id) {
+    const auto n = std::erase_if(listeners_, [&](const Listener& l) { return l.service_id == service_id; });
+    return n == 0 ? ENOENT : 0;
+}
+
+const ConnManager::Listener* ConnManager::listener(std::uint64_t service_id) const noexcept {
+    for (const Listener& l : listeners_)
+        if (l.service_id == service_id) return &l;
+    return nullptr;
+}
+
+ConnManager::Conn* ConnManager::find(std::uint32_t id) noexcept {
+    for (Conn& c : conns_)
+        if (c.id == id) return &c;
+    return nullptr;
+}
+
+ConnManager::Conn* ConnManager::find_peer(const wire::Ipv6Addr& peer, std::uint32_t peer_id) noexcept {
+    for (Conn& c : conns_)
+        if (!c.requester && c.peer_id == peer_id && c.peer == peer) return &c;
+    return nullptr;
+}
+
+const wire::CmMessage* ConnManager::peer_message(std::uint32_t id) const noexcept {
+    for (const Conn& c : conns_)
+        if (c.id == id) return c.state == State::req_sent ? nullptr : &c.got;
+    return nullptr;
+}
+
+std::uint32_t ConnManager::new_id() {
+    for (;;) {
+        const std::uint32_t id = rng_.next_u32();
+        if (id != 0 && find(id) == nullptr && timewait_of(id) == nullptr) return id;
+    }
+}
+
+void ConnManager::send(const wire::Ipv6Addr& to, const CmMessage& m, const CmMessage& about) {
+    out_.push_back({to, m, about});
+    ++stats_.tx_messages;
+}
+
+void ConnManager::send_reject(const wire::Ipv6Addr& to, const CmMessage& req, CmReject reason) {
+    CmMessage r;
+    r.type = CmType::rej;
+    r.src_comm_id = rng_.next_u32() | 1;  // no connection of ours: any id
+    r.dst_comm_id = req.src_comm_id;
+    r.reason = reason;
+    send(to, r, req);
+    ++stats_.rejects_sent;
+}
+
+void ConnManager::arm(Conn& c, TimeNs now) {
+    c.next_ns = now + c.rto;
+    c.rto = std::min(c.rto * 2, limits_.max_rto_ns);
+}
+
+void ConnManager::event(CmEventKind kind, const Conn& c, CmReject reason, bool local, const CmMessage* msg) {
+    CmEvent e;
+    e.kind = kind;
+    e.id = c.id;
+    e.peer = c.peer;
+    e.reason = reason;
+    e.local = local;
+    if (msg != nullptr) e.msg = *msg;
+    else e.msg = c.got;
+    events_.push_back(e);
+}
+
+void ConnManager::end(std::uint32_t id, TimeNs now) {
+    auto it = std::find_if(conns_.begin(), conns_.end(), [&](const Conn& c) { return c.id == id; });
+    if (it == conns_.end()) return;
+    if (timewait_.size() >= limits_.max_timewait) timewait_.pop_front();
+    timewait_.push_back({it->peer, it->peer_id, it->id, now + limits_.timewait_ns});
+    conns_.erase(it);
+}
+
+bool ConnManager::in_timewait(const wire::Ipv6Addr& peer, std::uint32_t peer_id, TimeNs now) const noexcept {
+    for (const TimeWait& t : timewait_)
+        if (t.peer_id == peer_id && t.until > now && t.peer == peer) return true;
+    return false;
+}
+
+const ConnManager::TimeWait* ConnManager::timewait_of(std::uint32_t id) const noexcept {
+    for (const TimeWait& t : timewait_)
+        if (t.id == id) return &t;
+    return nullptr;
+}
+
+std::array<std::uint8_t, 13> ConnManager::check_context(const CmMessage& m) noexcept {
+    std::array<std::uint8_t, 13> c{};
+    c[0] = static_cast<std::uint8_t>(m.type);
+    wire::store_be32(c.data() + 1, m.src_comm_id);
+    wire::store_be64(c.data() + 5, m.service_id);
+    return c;
+}
+
+void ConnManager::make_cookie(const wire::Ipv6Addr& from, const CmMessage& req, std::uint32_t slot,
+                              std::array<std::uint8_t, 16>& out) const {
+    std::uint8_t data[4 + 16 + 4 + 8 + 4];
+    wire::store_be32(data, slot);
+    std::memcpy(data + 4, from.data(), 16);
+    wire::store_be32(data + 20, req.src_comm_id);
+    wire::store_be64(data + 24, req.service_id);
+    wire::store_be32(data + 32, req.qpn);
+    wire::store_be32(out.data(), slot);
+    if (!security::cookie_mac(cookie_secret_, data, std::span(out).subspan(4))) std::fill(out.begin() + 4, out.end(), 0);
+}
+
+bool ConnManager::cookie_ok(const wire::Ipv6Addr& from, const CmMessage& req, TimeNs now) const {
+    const auto cur = static_cast<std::uint32_t>(now / limits_.cookie_slot_ns);
+    const std::uint32_t slot = wire::load_be32(req.cookie.data());
+    if (slot != cur && slot + 1 != cur) return false;
+    std::array<std::uint8_t, 16> want{};
+    make_cookie(from, req, slot, want);
+    // Constant time: the cookie is a MAC.
+    std::uint8_t diff = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) diff |= static_cast<std::uint8_t>(want[i] ^ req.cookie[i]);
+    return diff == 0;
+}
+
+int ConnManager::connect(const wire::Ipv6Addr& peer, const CmMessage& route, const CmMessage& req, TimeNs now,
+                         std::uint32_t& id) {
+    if (conns_.size() >= limits_.max_connections) return ENOMEM;
+    if (req.encryption != 0 && (keys_ == nullptr || !keys_->has_key(req.key_select))) return EINVAL;
+    Conn c;
+    c.id = new_id();
+    c.peer = peer;
+    c.service_id = req.service_id;
+    c.requester = true;
+    c.state = State::req_sent;
+    c.route = route;
+    c.sent = req;
+    c.sent.type = CmType::req;
+    c.sent.src_comm_id = c.id;
+    c.sent.dst_comm_id = 0;
+    c.sent.attempt = 0;
+    c.sent.cookie = {};
+    c.sent.key_check = {};
+    if (req.encryption != 0 &&
+        !keys_->own_check(req.key_select, req.key_nonce, check_context(c.sent), c.sent.key_check))
+        return EINVAL;
+    std::size_t len = 0;
+    std::array<std::uint8_t, wire::kCmMaxMessage> scratch{};
+    if (c.sent.encode(scratch, len) != wire::WireError::ok) return EINVAL;
+    c.rto = limits_.rto_ns;
+    arm(c, now);
+    send(peer, c.sent, c.route);
+    id = c.id;
+    conns_.push_back(c);
+    return 0;
+}
+
+int ConnManager::accept(std::uint32_t id, const CmMessage& rep, TimeNs now) {
+    Conn* c = find(id);
+    if (c == nullptr) return ENOENT;
+    if (c->requester || c->state != State::req_received) return EINVAL;
+    CmMessage m = rep;
+    m.type = CmType::rep;
+    m.src_comm_id = c->id;
+    m.dst_comm_id = c->peer_id;
+    m.service_id = c->service_id;
+    m.attempt = 0;
+    m.cookie = {};
+    m.key_check = {};
+    m.encryption = c->got.encryption;  // what was asked is what is set up (the verbs layer keys the QP so)
+    if (m.encryption != 0 &&
+        (keys_ == nullptr || !keys_->own_check(m.key_select, m.key_nonce, check_context(m), m.key_check)))
+        return EINVAL;
+    std::size_t len = 0;
+    std::array<std::uint8_t, wire::kCmMaxMessage> scratch{};
+    if (m.encode(scratch, len) != wire::WireError::ok) return EINVAL;
+    c->sent = m;
+    c->state = State::rep_sent;
+    c->attempts = 0;
+    c->rto = limits_.rto_ns;
+    arm(*c, now);
+    send(c->peer, m, c->route);
+    return 0;
+}
+
+int ConnManager::reject(std::uint32_t id, CmReject reason, std::span<const std::uint8_t> private_data, TimeNs now) {
+    Conn* c = find(id);
+    if (c == nullptr) return ENOENT;
+    if (c->requester || c->state != State::req_received || private_data.size() > wire::kCmPrivateMax) return EINVAL;
+    CmMessage r;
+    r.type = CmType::rej;
+    r.src_comm_id = c->id;
+    r.dst_comm_id = c->peer_id;
+    r.reason = reason;
+    r.private_len = static_cast<std::uint8_t>(private_data.size());
+    std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
+    send(c->peer, r, c->route);
+    ++stats_.rejects_sent;
+    end(id, now);
+    return 0;
+}
+
+int ConnManager::confirm(std::uint32_t id, TimeNs now) {
+    Conn* c = find(id);
+    if (c == nullptr) return ENOENT;
+    if (!c->requester || c->state != State::reply_wait) return EINVAL;
+    c->sent = CmMessage{};
+    c->sent.type = CmType::rtu;
+    c->sent.src_comm_id = c->id;
+    c->sent.dst_comm_id = c->peer_id;
+    c->state = State::established;
+    c->next_ns = kNever;
+    send(c->peer, c->sent, c->route);
+    ++stats_.established;
+    (void)now;
+    return 0;
+}
+
+int ConnManager::disconnect(std::uint32_t id, TimeNs now) {
+    Conn* c = find(id);
+    if (c == nullptr) return ENOENT;
+    if (c->peer_id == 0) {  // a REQ not yet answered: nothing on the other side to tell
+        end(id, now);
+        return 0;
+    }
+    c->sent = CmMessage{};
+    c->sent.type = CmType::dreq;
+    c->sent.src_comm_id = c->id;
+    c->sent.dst_comm_id = c->peer_id;
+    c->state = State::dreq_sent;
+    c->attempts = 0;
+    c->rto = limits_.rto_ns;
+    arm(*c, now);
+    send(c->peer, c->sent, c->route);
+    return 0;
+}
+
+void ConnManager::on_message(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs now) {
+    ++stats_.rx_messages;
+    if (m.type == CmType::req) return on_req(from, m, now);
+    if (m.type == CmType::rep) return on_rep(from, m, now);
+    Conn* c = find(m.dst_comm_id);
+    if (c == nullptr || c->peer != from || (c->peer_id != 0 && m.src_comm_id != c->peer_id)) {
+        // A DREQ repeated after we answered it: answer again.
+        const TimeWait* t = timewait_of(m.dst_comm_id);
+        if (m.type == CmType::dreq && t != nullptr && t->peer == from && t->peer_id == m.src_comm_id) {
+            CmMessage r;
+            r.type = CmType::drep;
+            r.src_comm_id = t->id;
+            r.dst_comm_id = t->peer_id;
+            send(from, r, r);
+            return;
+        }
+        ++stats_.stray;
+        return;
+    }
+    switch (m.type) {
+        case CmType::cookie:
+            if (c->state != State::req_sent || c->cookie_rounds >= limits_.max_cookie_rounds) {
+                ++stats_.stray;
+                return;
+            }
+            ++c->cookie_rounds;
+            c->sent.cookie = m.cookie;
+            ++c->sent.attempt;
+            send(c->peer, c->sent, c->route);
+            c->rto = limits_.rto_ns;
+            arm(*c, now);
+            return;
+        case CmType::rtu:
+            if (c->state != State::rep_sent) return;  // a repeated RTU
+            c->state = State::established;
+            c->next_ns = kNever;
+            ++stats_.established;
+            event(CmEventKind::established, *c);
+            return;
+        case CmType::rej:
+            ++stats_.rejects_received;
+            event(CmEventKind::rejected, *c, m.reason, false, &m);
+            end(c->id, now);
+            return;
+        case CmType::dreq: {
+            CmMessage r;
+            r.type = CmType::drep;
+            r.src_comm_id = c->id;
+            r.dst_comm_id = c->peer_id;
+            send(from, r, c->route);
+            event(CmEventKind::disconnected, *c);
+            end(c->id, now);
+            return;
+        }
+        case CmType::drep:
+            if (c->state != State::dreq_sent) {
+                ++stats_.stray;
+                return;
+            }
+            event(CmEventKind::disconnected, *c);
+            end(c->id, now);
+            return;
+        default: return;
+    }
+}
+
+void ConnManager::on_req(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs now) {
+    if (m.dst_comm_id != 0) {
+        ++stats_.stray;
+        return;
+    }
+    if (Conn* c = find_peer(from, m.src_comm_id); c != nullptr) {
+        // The requester did not get our answer: the REP again (nothing yet
+        // to say while the application decides).
+        ++stats_.duplicates;
+        if (c->state == State::rep_sent || c->state == State::established) send(from, c->sent, c->route);
+        return;
+    }
+    if (in_timewait(from, m.src_comm_id, now)) {
+        ++stats_.replays;
+        return;
+    }
+    const Listener* l = listener(m.service_id);
+    if (l == nullptr) return send_reject(from, m, CmReject::no_listener);
+    std::uint32_t pending = 0, of_peer = 0;
+    for (const Conn& c : conns_) {
+        if (c.requester || (c.state != State::req_received && c.state != State::rep_sent)) continue;
+        if (c.state == State::req_received && c.service_id == m.service_id) ++pending;
+        if (c.peer == from) ++of_peer;
+    }
+    const bool want_cookie = l->how.cookies == CmCookies::always ||
+                             (l->how.cookies == CmCookies::under_load && 2 * pending >= l->how.backlog);
+    if (want_cookie && !cookie_ok(from, m, now)) {
+        if (m.cookie != std::array<std::uint8_t, 16>{}) ++stats_.cookies_bad;
+        CmMessage ck;
+        ck.type = CmType::cookie;
+        ck.src_comm_id = rng_.next_u32() | 1;
+        ck.dst_comm_id = m.src_comm_id;
+        make_cookie(from, m, static_cast<std::uint32_t>(now / limits_.cookie_slot_ns), ck.cookie);
+        send(from, ck, m);
+        ++stats_.cookies_sent;
+        return;
+    }
+    if (l->how.require_encryption && m.encryption == 0) return send_reject(from, m, CmReject::security_required);
+    if (m.encryption != 0) {
+        if (keys_ == nullptr || !keys_->has_key(m.key_select)) return send_reject(from, m, CmReject::security_unavailable);
+        std::array<std::uint8_t, 16> want{};
+        if (!keys_->peer_check(from, m.key_select, m.key_nonce, check_context(m), want) || want != m.key_check) {
+            ++stats_.key_mismatches;
+            return send_reject(from, m, CmReject::key_mismatch);
+        }
+    }
+    if (of_peer >= l->how.per_peer) return send_reject(from, m, CmReject::peer_limit);
+    if (pending >= l->how.backlog) return send_reject(from, m, CmReject::busy);
+    if (conns_.size() >= limits_.max_connections) return send_reject(from, m, CmReject::no_resources);
+    Conn c;
+    c.id = new_id();
+    c.peer_id = m.src_comm_id;
+    c.peer = from;
+    c.service_id = m.service_id;
+    c.requester = false;
+    c.state = State::req_received;
+    c.got = m;
+    c.route = m;
+    c.next_ns = now + limits_.accept_timeout_ns;
+    conns_.push_back(c);
+    ++stats_.requests;
+    event(CmEventKind::request, conns_.back());
+}
+
+void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs now) {
+    Conn* c = find(m.dst_comm_id);
+    if (c == nullptr || !c->requester || c->peer != from) {
+        // A REP for no connection of ours (we gave up, or it is replayed):
+        // tell the responder, unless this is one we already ended.
+        ++stats_.stray;
+        if (timewait_of(m.dst_comm_id) == nullptr) {
+            CmMessage r;
+            r.type = CmType::rej;
+            r.src_comm_id = m.dst_comm_id != 0 ? m.dst_comm_id : 1;
+            r.dst_comm_id = m.src_comm_id;
+            r.reason = CmReject::stale;
+            send(from, r, m);
+            ++stats_.rejects_sent;
+        }
+        return;
+    }
+    if (c->state == State::established && m.src_comm_id == c->peer_id) {
+        ++stats_.duplicates;
+        send(from, c->sent, c->route);  // our RTU was lost: again
+        return;
+    }
+    if (c->state != State::req_sent) return;
+    c->peer_id = m.src_comm_id;
+    c->got = m;
+    bool ok = m.encryption == c->sent.encryption;
+    if (ok && m.encryption != 0) {
+        std::array<std::uint8_t, 16> want{};
+        ok = keys_ != nullptr && keys_->has_key(m.key_select) &&
+             keys_->peer_check(from, m.key_select, m.key_nonce, check_context(m), want) && want == m.key_check;
+    }
+    if (!ok) {
+        ++stats_.key_mismatches;
+        CmMessage r;
+        r.type = CmType::rej;
+        r.src_comm_id = c->id;
+        r.dst_comm_id = c->peer_id;
+        r.reason = CmReject::key_mismatch;
+        send(from, r, m);
+        ++stats_.rejects_sent;
+        event(CmEventKind::rejected, *c, CmReject::key_mismatch, true, &m);
+        end(c->id, now);
+        return;
+    }
+    c->state = State::reply_wait;
+    c->next_ns = now + limits_.accept_timeout_ns;
+    event(CmEventKind::reply, *c);
+}
+
+void ConnManager::on_timer(TimeNs now) {
+    while (!timewait_.empty() && timewait_.front().until <= now) timewait_.pop_front();
+    // Collected first: end() changes conns_.
+    std::vector<std::uint32_t> due;
+    for (const Conn& c : conns_)
+        if (c.next_ns <= now) due.push_back(c.id);
+    for (std::uint32_t id : due) {
+        Conn* c = find(id);
+        if (c == nullptr) continue;
+        const bool resends = c->state == State::req_sent || c->state == State::rep_sent || c->state == State::dreq_sent;
+        if (resends && c->attempts < limits_.retries) {
+            ++c->attempts;
+            ++c->sent.attempt;
+            ++stats_.retransmits;
+            send(c->peer, c->sent, c->route);
+            arm(*c, now);
+            continue;
+        }
+        ++stats_.timeouts;
+        if (c->state == State::dreq_sent) {
+            event(CmEventKind::disconnected, *c);
+        } else {
+            if (c->peer_id != 0) {  // tell the peer, best effort
+                CmMessage r;
+                r.type = CmType::rej;
+                r.src_comm_id = c->id;
+                r.dst_comm_id = c->peer_id;
+                r.reason = CmReject::timeout;
+                send(c->peer, r, c->route);
+                ++stats_.rejects_sent;
+            }
+            event(CmEventKind::failed, *c, CmReject::timeout, true);
+        }
+        end(id, now);
+    }
+}
+
+TimeNs ConnManager::next_wakeup() const noexcept {
+    TimeNs t = timewait_.empty() ? kNever : timewait_.front().until;
+    for (const Conn& c : conns_) t = std::min(t, c.next_ns);
+    return t;
+}
+
+bool ConnManager::poll_outgoing(CmOutgoing& out) {
+    if (out_.empty()) return false;
+    out = out_.front();
+    out_.pop_front();
+    return true;
+}
+
+bool ConnManager::poll_event(CmEvent& out) {
+    if (events_.empty()) return false;
+    out = events_.front();
+    events_.pop_front();
+    return true;
+}
+
+}  // namespace omrc::core
