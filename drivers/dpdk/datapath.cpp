@@ -235,7 +235,10 @@ void DpdkDriver::flush(QueuePort& p) {
         const std::uint16_t sent = rte_eth_tx_burst(p.port->id, q, p.backlog.data() + p.backlog_head, n);
         p.backlog_head += sent;
         backlogged_ -= sent;
-        if (sent < n) break;
+        if (sent < n) {
+            ++p.c.tx_ring_full;
+            break;
+        }
     }
     if (p.backlog_head == p.backlog.size()) {
         p.backlog.clear();
@@ -363,7 +366,8 @@ void DpdkDriver::counters(std::vector<std::pair<std::string, std::uint64_t>>& ou
                  {"tx_frames", c.tx_frames}, {"tx_bytes", c.tx_bytes}, {"tx_zero_copy", c.tx_zero_copy},
                  {"tx_copied", c.tx_copied}, {"tx_copied_unregistered", c.tx_copied_unregistered},
                  {"tx_split_segments", c.tx_split_segments}, {"tx_pool_empty", c.tx_pool_empty},
-                 {"tx_backlog_full", c.tx_backlog_full}, {"tx_dropped_link_down", c.tx_dropped_link_down},
+                 {"tx_backlog_full", c.tx_backlog_full}, {"tx_ring_full", c.tx_ring_full},
+                 {"tx_dropped_link_down", c.tx_dropped_link_down},
                  {"rx_short", c.rx_short},
                  {"rx_not_ipv6", c.rx_not_ipv6}, {"rx_kernel_noise", c.rx_kernel_noise},
                  {"rx_multicast", c.rx_multicast}, {"rx_other_mac", c.rx_other_mac},

@@ -110,6 +110,10 @@ struct PortCounters {
     std::uint64_t tx_split_segments = 0;   ///< payload segments split where their IOVA was not contiguous
     std::uint64_t tx_pool_empty = 0;       ///< frames refused: no mbuf
     std::uint64_t tx_backlog_full = 0;     ///< frames refused: backlog full (offered again later)
+    /// rte_eth_tx_burst calls that took less than offered: the PMD's transmit
+    /// ring was full, the rest waits in the backlog. Counted here because
+    /// PMDs need not count it (memif's oerrors stays 0 in DPDK 22.11).
+    std::uint64_t tx_ring_full = 0;
     std::uint64_t tx_dropped_link_down = 0;
     std::uint64_t rx_short = 0;            ///< shorter than Ethernet + IPv6 headers
     std::uint64_t rx_not_ipv6 = 0;         ///< ARP, LLDP, IPv4, ...

@@ -71,6 +71,7 @@ bool Receiver::take(std::uint32_t len, bool can_grow, std::uint32_t& out) {
     }
     out = free.back();
     free.pop_back();
+    taken.add();
     Buf& b = bufs[out];
     if (b.cap < len) {  // virtual_clock only: real_time buffers hold max_frame_bytes
         b.cap = std::max<std::uint32_t>(len, 256);
@@ -200,7 +201,7 @@ bool Fabric::Impl::transmit(std::uint32_t src, std::uint32_t sq, const wire::Gat
     copy_frame(gf, f);
     auto drop = [&](Counter& why) {
         why.add();
-        if (!real_time()) rx.free.push_back(buf);
+        if (!real_time()) rx.give_back(buf);
         return true;
     };
 
@@ -315,7 +316,7 @@ bool Fabric::Impl::transmit(std::uint32_t src, std::uint32_t sq, const wire::Gat
 
 void Fabric::Impl::release_lent(std::uint32_t endpoint, std::uint32_t q) {
     Receiver& rx = endpoints[endpoint]->queues[q]->rx;
-    for (std::uint32_t b : rx.lent) rx.free.push_back(b);
+    for (std::uint32_t b : rx.lent) rx.give_back(b);
     rx.lent.clear();
     if (!real_time()) return;  // no rings
     for (std::uint32_t src = 0; src < cfg.endpoints; ++src)
@@ -324,6 +325,14 @@ void Fabric::Impl::release_lent(std::uint32_t endpoint, std::uint32_t q) {
             if (lent == 0) continue;
             rings[ring_index(src, sq, endpoint, q)]->pop(lent);
             lent = 0;
+        }
+}
+
+void Fabric::Impl::drain_rings(std::uint32_t endpoint, std::uint32_t q) {
+    for (std::uint32_t src = 0; src < cfg.endpoints; ++src)
+        for (std::uint32_t sq = 0; sq < cfg.queues; ++sq) {
+            SpscRing& ring = *rings[ring_index(src, sq, endpoint, q)];
+            ring.pop(ring.size());
         }
 }
 
@@ -369,7 +378,10 @@ std::size_t Fabric::Impl::receive(std::uint32_t endpoint, std::uint32_t q, std::
             // zero-copy payload is copied in: popping the slot releases it).
             const std::size_t whole = v.bytes.size() + v.payload.size();
             std::uint32_t b = 0;
-            if (!rx.take(static_cast<std::uint32_t>(whole), false, b)) break;
+            if (!rx.take(static_cast<std::uint32_t>(whole), false, b)) {
+                ep.rx_pool_empty.add();  // it waits in its ring, which backs up
+                break;
+            }
             std::uint8_t* to = rx.bufs[b].data;
             if (v.payload.empty()) {
                 std::copy(v.bytes.begin(), v.bytes.end(), to);
@@ -429,12 +441,16 @@ public:
                 std::this_thread::yield();
             }
         }
-        if (!f_.real_time()) {
-            // Frames still on their way to this queue have no receiver any more.
-            Receiver& rx = ep.rx;
-            for (const RxEntry& e : rx.heap) rx.free.push_back(e.buf);
-            rx.heap.clear();
-        }
+        // Frames still on their way to this queue have no receiver any more:
+        // their buffers go back to the pool and (real_time) the rings to the
+        // queue are emptied, so the pool and the rings are back at their
+        // baseline (fault-matrix row 22) and a device attached later never
+        // gets a frame sent to this one. (A sender's transmit() sees the
+        // endpoint detached and commits nothing more.)
+        Receiver& rx = ep.rx;
+        for (const RxEntry& e : rx.heap) rx.give_back(e.buf);
+        rx.heap.clear();
+        if (f_.real_time()) f_.drain_rings(e_, q_);
     }
     LoopbackDriver(const LoopbackDriver&) = delete;
     LoopbackDriver& operator=(const LoopbackDriver&) = delete;

@@ -101,9 +101,19 @@ struct Receiver {
     std::vector<RxEntry> heap;              ///< min-heap on (deliver_ns, seq)
     std::uint64_t drain_seq = 0;            ///< real_time: next RxEntry::seq
     std::uint32_t drain_start = 0;          ///< real_time: first source ring drained next (round robin)
+    /// Buffers taken from `free` and given back to it so far (single writer:
+    /// the queue's thread; virtual_clock: the one thread). taken − returned
+    /// is the pool's use now, frames in `heap` or `lent`: 0 when nothing
+    /// waits and after the queue's driver has gone (EndpointCounters::rx_pool_in_use).
+    Counter taken, returned;
 
     /// A free buffer of at least `len` bytes, or false (real_time pool exhausted).
     bool take(std::uint32_t len, bool can_grow, std::uint32_t& out);
+    /// Puts buffer `b` back into the pool.
+    void give_back(std::uint32_t b) {
+        free.push_back(b);
+        returned.add();
+    }
     void push(const RxEntry& e);
     [[nodiscard]] std::uint64_t earliest() const noexcept {
         return heap.empty() ? UINT64_MAX : heap.front().deliver_ns;
@@ -122,6 +132,9 @@ struct Queue {
     Receiver rx;
     Counter rx_frames, rx_bytes, tx_frames, tx_bytes, tx_dropped_link_down, tx_dropped_full;
     Counter unknown_destination, invalid_frames;
+    /// real_time: times a frame that had to leave its ring to wait in the
+    /// pool found no free buffer (EndpointCounters::rx_pool_empty).
+    Counter rx_pool_empty;
     std::uint64_t tx_accepted = 0;  ///< frames accepted by tx_burst so far (driver thread)
     /// real_time zero copy (driver thread): frames whose payload a receiver
     /// may still read, in acceptance order. Every frame accepted before the
@@ -225,6 +238,9 @@ struct Fabric::Impl {
     /// ring_backpressure and a full ring): nothing was counted then.
     bool transmit(std::uint32_t src, std::uint32_t sq, const wire::GatherFrame& gf, std::uint64_t now_ns);
     void release_lent(std::uint32_t endpoint, std::uint32_t q);
+    /// real_time: pops every frame waiting in the rings to queue `q` of
+    /// `endpoint` (its driver is going: nobody will receive them).
+    void drain_rings(std::uint32_t endpoint, std::uint32_t q);
     std::size_t receive(std::uint32_t endpoint, std::uint32_t q, std::span<driver::RxFrame> out, std::uint64_t now_ns);
     [[nodiscard]] std::uint64_t next_delivery_ns(std::uint32_t endpoint, std::uint32_t q) const;
 };

@@ -268,7 +268,15 @@ EndpointCounters Fabric::endpoint_counters(std::uint32_t endpoint) const {
         c.driver.tx_bytes += q->tx_bytes.get();
         c.driver.tx_dropped_link_down += q->tx_dropped_link_down.get();
         c.driver.tx_dropped_full += q->tx_dropped_full.get();
+        c.rx_pool_empty += q->rx_pool_empty.get();
+        const std::uint64_t returned = q->rx.returned.get();  // first: taken can only have grown since
+        c.rx_pool_in_use += q->rx.taken.get() - returned;
     }
+    if (impl_->real_time())
+        for (std::uint32_t dq = 0; dq < impl_->cfg.queues; ++dq)
+            for (std::uint32_t src = 0; src < impl_->cfg.endpoints; ++src)
+                for (std::uint32_t sq = 0; sq < impl_->cfg.queues; ++sq)
+                    c.rx_ring_frames += impl_->rings[impl_->ring_index(src, sq, endpoint, dq)]->size();
     return c;
 }
 

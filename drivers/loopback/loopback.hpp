@@ -40,9 +40,12 @@
 //    the same ring would be due before it (jitter, a delay change): then it
 //    moves into a preallocated pool of rx_pool_frames buffers ordered by a
 //    min-heap on delivery time (a second copy, only on that path). When the
-//    pool is full frames stay in the rings (backpressure), so
-//    DriverStats::rx_dropped_full stays 0. now_ns must come from one clock
-//    shared by all threads (e.g. steady_clock).
+//    pool is full frames stay in the rings (backpressure; counted
+//    EndpointCounters::rx_pool_empty), so DriverStats::rx_dropped_full
+//    stays 0. A driver that goes gives its pool buffers back and empties
+//    the rings to it: a frame sent to a closed device never reaches the
+//    next one attached there. now_ns must come from one clock shared by all
+//    threads (e.g. steady_clock).
 //
 // Threads (real_time). Driver e's methods are called only by endpoint e's
 // thread (one thread per queue of it: FabricConfig::queues). The data path takes no lock: link state (impairment streams,
@@ -170,6 +173,19 @@ struct EndpointCounters {
     LinkCounters received{};                ///< sum over links dst = endpoint
     std::uint64_t unknown_destination = 0;  ///< Ethernet destination is no endpoint's MAC on that plane
     std::uint64_t invalid_frames = 0;       ///< plane ≥ planes, empty, or larger than max_frame_bytes
+    /// real_time: times a frame that had to leave its ring to wait for its
+    /// delivery time (a later frame of its ring may be due first) found the
+    /// receive pool (rx_pool_frames) empty. The frame stays in its ring,
+    /// which backs up: a full ring then drops (ring_full) or, with
+    /// ring_backpressure, refuses the sender's frames. Nothing is dropped here.
+    std::uint64_t rx_pool_empty = 0;
+    /// Receive buffers in use now: frames waiting in the pool for their
+    /// delivery time and frames lent by the last rx_burst. 0 while idle and
+    /// once the endpoint's drivers are gone (their frames go back).
+    std::uint64_t rx_pool_in_use = 0;
+    /// real_time: frames waiting in the rings to the endpoint (sent, not yet
+    /// received). 0 once the endpoint's drivers are gone (the rings are emptied).
+    std::uint64_t rx_ring_frames = 0;
     driver::DriverStats driver{};
 };
 

@@ -128,6 +128,13 @@ public:
         return meta_[(cached_head_ - 1) & mask_].last_overtaker <= t + 1;
     }
 
+    /// Frames published and not yet popped. Any thread: two acquire loads
+    /// (tail first, so never negative), a little old while the ring is in use.
+    [[nodiscard]] std::uint64_t size() const noexcept {
+        const std::uint64_t t = tail_.load(std::memory_order_acquire);
+        return head_.load(std::memory_order_acquire) - t;
+    }
+
     /// Consumer: releases the `n` oldest frames (n ≤ frames published).
     void pop(std::uint64_t n = 1) noexcept {
         tail_.store(tail_.load(std::memory_order_relaxed) + n, std::memory_order_release);
