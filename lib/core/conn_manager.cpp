@@ -14,6 +14,20 @@ using wire::CmMessage;
 using wire::CmReject;
 using wire::CmType;
 
+namespace {
+
+/// A REJ from comm id `src` to `dst`.
+CmMessage rej(std::uint32_t src, std::uint32_t dst, CmReject reason) {
+    CmMessage r;
+    r.type = CmType::rej;
+    r.src_comm_id = src;
+    r.dst_comm_id = dst;
+    r.reason = reason;
+    return r;
+}
+
+}  // namespace
+
 ConnManager::ConnManager(const CmLimits& limits, std::uint64_t seed, CmKeys* keys)
     : limits_(limits), rng_(seed), keys_(keys) {
     for (std::size_t i = 0; i < cookie_secret_.size(); i += 8) {
@@ -70,12 +84,7 @@ void ConnManager::send(const wire::Ipv6Addr& to, const CmMessage& m, const CmMes
 }
 
 void ConnManager::send_reject(const wire::Ipv6Addr& to, const CmMessage& req, CmReject reason) {
-    CmMessage r;
-    r.type = CmType::rej;
-    r.src_comm_id = rng_.next_u32() | 1;  // no connection of ours: any id
-    r.dst_comm_id = req.src_comm_id;
-    r.reason = reason;
-    send(to, r, req);
+    send(to, rej(rng_.next_u32() | 1, req.src_comm_id, reason), req);  // no connection of ours: any id
     ++stats_.rejects_sent;
 }
 
@@ -212,11 +221,7 @@ int ConnManager::reject(std::uint32_t id, CmReject reason, std::span<const std::
     Conn* c = find(id);
     if (c == nullptr) return ENOENT;
     if (c->requester || c->state != State::req_received || private_data.size() > wire::kCmPrivateMax) return EINVAL;
-    CmMessage r;
-    r.type = CmType::rej;
-    r.src_comm_id = c->id;
-    r.dst_comm_id = c->peer_id;
-    r.reason = reason;
+    CmMessage r = rej(c->id, c->peer_id, reason);
     r.private_len = static_cast<std::uint8_t>(private_data.size());
     std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
     send(c->peer, r, c->route);
@@ -397,12 +402,7 @@ void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
         // tell the responder, unless this is one we already ended.
         ++stats_.stray;
         if (timewait_of(m.dst_comm_id) == nullptr) {
-            CmMessage r;
-            r.type = CmType::rej;
-            r.src_comm_id = m.dst_comm_id != 0 ? m.dst_comm_id : 1;
-            r.dst_comm_id = m.src_comm_id;
-            r.reason = CmReject::stale;
-            send(from, r, m);
+            send(from, rej(m.dst_comm_id != 0 ? m.dst_comm_id : 1, m.src_comm_id, CmReject::stale), m);
             ++stats_.rejects_sent;
         }
         return;
@@ -423,12 +423,7 @@ void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
     }
     if (!ok) {
         ++stats_.key_mismatches;
-        CmMessage r;
-        r.type = CmType::rej;
-        r.src_comm_id = c->id;
-        r.dst_comm_id = c->peer_id;
-        r.reason = CmReject::key_mismatch;
-        send(from, r, m);
+        send(from, rej(c->id, c->peer_id, CmReject::key_mismatch), m);
         ++stats_.rejects_sent;
         event(CmEventKind::rejected, *c, CmReject::key_mismatch, true, &m);
         end(c->id, now);
@@ -462,12 +457,7 @@ void ConnManager::on_timer(TimeNs now) {
             event(CmEventKind::disconnected, *c);
         } else {
             if (c->peer_id != 0) {  // tell the peer, best effort
-                CmMessage r;
-                r.type = CmType::rej;
-                r.src_comm_id = c->id;
-                r.dst_comm_id = c->peer_id;
-                r.reason = CmReject::timeout;
-                send(c->peer, r, c->route);
+                send(c->peer, rej(c->id, c->peer_id, CmReject::timeout), c->route);
                 ++stats_.rejects_sent;
             }
             event(CmEventKind::failed, *c, CmReject::timeout, true);
