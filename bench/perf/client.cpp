@@ -42,6 +42,7 @@ int run_client(Options o) {
     hello["cc"] = cc_json(o.cc);
     hello["report_gbits"] = o.report_gbits;
     hello["check"] = o.check;
+    hello["cm"] = o.cm;
     if (o.check) {
         std::mt19937_64 rng(0x6f6d7263);
         for (std::size_t i = 0; i + 8 <= ep.buf_per_qp * ep.qps.size(); i += 8) {
@@ -57,7 +58,8 @@ int run_client(Options o) {
     if (auto e = read_peer_hello(reply, o.qps, peer, ep.remote); !e.empty()) return fail(o, "client", e, &oob);
     for (const QpInfo& q : ep.remote)
         if (q.len < max_size) return fail(o, "client", "the server's buffer is smaller than the largest size", &oob);
-    if (auto e = ep.connect(o, peer); !e.empty()) return fail(o, "client", e, &oob);
+    if (auto e = o.cm ? ep.cm_connect_all(o, peer) : ep.connect(o, peer); !e.empty())
+        return fail(o, "client", e, &oob);
     if (!is_bw(o.test) && !is_read(o.test))
         if (auto e = ep.post_recvs(0, 64); !e.empty()) return fail(o, "client", e, &oob);
     print_header(o, "client", ep.dev->planes());
@@ -72,7 +74,7 @@ int run_client(Options o) {
         if (!e.empty()) return fail(o, "client", fmt::format("{} bytes: {}", size, e), &oob);
         nlohmann::json msg = to_json(r);
         msg["type"] = "result";
-        if (o.check && is_bw(o.test)) msg["crc64"] = buffer_crcs(ep, size);
+        if (o.check && is_bw(o.test)) msg["crc64"] = expected_crcs(ep, size);
         if (auto e2 = oob.send(msg); !e2.empty()) return fail(o, "client", e2);
         results.push_back(r);
         print_row(o, r);

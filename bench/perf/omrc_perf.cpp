@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
                    "write_bw: every this many ms, one line on stderr per-plane (Gb/s, retransmissions, losses, EVs)")
         ->check(CLI::Range(1u, 3'600'000u));
     app.add_option("-p,--port", o.port, "out-of-band TCP port")->check(CLI::Range(1, 65535));
+    app.add_flag("--cm", o.cm,
+                 "connect the QPs with OpenMRC's connection manager over the fabric (the TCP port then carries only "
+                 "the run's control)");
     auto* driver_opt =
         app.add_option("--driver", o.driver, "udp, loopback or dpdk")->check(CLI::IsMember({"udp", "loopback", "dpdk"}));
     app.add_option("--eal", o.eal, "DPDK EAL arguments (dpdk driver: args[\"eal\"])");

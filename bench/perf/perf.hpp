@@ -40,6 +40,10 @@ struct Options {
     std::uint32_t tx_depth = 0;         ///< outstanding WRs per QP (0: the test's default)
     bool report_gbits = false;
     bool check = false;                 ///< write_bw, send_bw: verify the server's memory (CRC-64) after each size
+    /// --cm: the QPs are connected by OpenMRC's connection manager over the
+    /// fabric (QPNs, PSNs, MTU and keys in its messages); the TCP connection
+    /// then carries only the run's control. The client's choice rules.
+    bool cm = false;
     std::string out_json;
     std::string stats_json;  ///< --stats: Device::stats_json() written here after the run
     std::uint32_t stats_interval_ms = 0;  ///< --stats-interval: write_bw prints a per-plane line this often (0: never)

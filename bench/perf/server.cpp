@@ -4,6 +4,7 @@
 // options stay its own), then follows the client size by size.
 #include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "session.hpp"
 
@@ -44,6 +45,7 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
                 return fail(o, "server", fmt::format("the client's congestion control ('cc'): {}", why), &oob);
         o.report_gbits = hello.at("report_gbits").get<bool>();
         o.check = hello.value("check", false);
+        o.cm = hello.value("cm", false);
         buffer = hello.at("buffer").get<std::uint64_t>();
     } catch (const nlohmann::json::exception& e) {
         return fail(o, "server", fmt::format("the client's hello is malformed: {}", e.what()), &oob);
@@ -54,10 +56,12 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
     if (o.check) std::memset(ep.buf, 0, ep.buf_per_qp * nqps);  // what the client writes must arrive
     DeviceAddress peer;
     if (auto e = read_peer_hello(hello, nqps, peer, ep.remote); !e.empty()) return fail(o, "server", e, &oob);
+    if (o.cm)
+        if (auto e = ep.cm_listen(o); !e.empty()) return fail(o, "server", e, &oob);
     nlohmann::json reply = ep.hello_fields();
     reply["type"] = "hello";
     if (auto e = oob.send(reply); !e.empty()) return fail(o, "server", e);
-    if (auto e = ep.connect(o, peer); !e.empty()) return fail(o, "server", e, &oob);
+    if (auto e = o.cm ? ep.cm_accept_all(o) : ep.connect(o, peer); !e.empty()) return fail(o, "server", e, &oob);
     // Latency tests: the pings' receives; send_bw: a receive for every SEND in
     // flight and as many again (at least 256), posted again as consumed.
     for (std::size_t q = 0; q < nqps && !is_read(o.test) && (!is_bw(o.test) || is_send(o.test)); ++q)
@@ -95,9 +99,15 @@ int run_server(Options o, std::atomic<std::uint16_t>* bound_port_out) {
             if (o.check && is_bw(o.test)) {
                 const auto want = m.value("crc64", std::vector<std::uint64_t>{});
                 const auto have = buffer_crcs(ep, r.bytes);
-                if (want != have)
-                    return fail(o, "server", fmt::format("data check failed at {} bytes: the memory differs from "
-                                                         "what the client sent", r.bytes), &oob);
+                if (want != have) {
+                    std::vector<std::size_t> differ;
+                    for (std::size_t q = 0; q < have.size(); ++q)
+                        if (q >= want.size() || want[q] != have[q]) differ.push_back(q);
+                    return fail(o, "server",
+                                fmt::format("data check failed at {} bytes: the memory of QP(s) {} differs from what "
+                                            "the client sent", r.bytes, fmt::join(differ, ", ")),
+                                &oob);
+                }
                 if (!o.quiet) fmt::print(" data check: {} bytes x {} QP(s) match (CRC-64)\n", r.bytes, have.size());
             }
             results.push_back(r);

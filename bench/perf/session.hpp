@@ -87,6 +87,9 @@ struct Endpoint {
     std::size_t buf_per_qp = 0;
     std::unique_ptr<Mr> mr;
     std::vector<QpInfo> local, remote;
+    /// Client, write_bw/send_bw: per QP, the longest message it has carried
+    /// so far (0: none); --check expects the server's memory past it untouched.
+    std::vector<std::uint32_t> written;
 
     Endpoint() = default;
     Endpoint(const Endpoint&) = delete;
@@ -107,6 +110,14 @@ struct Endpoint {
     /// RESET → INIT → RTR → RTS against `remote`. "" or the error.
     std::string connect(const Options& o, const DeviceAddress& peer);
 
+    /// --cm, server: listens for the client's QPs (before its hello reply). "" or the error.
+    std::string cm_listen(const Options& o);
+    /// --cm, server: accepts one request per QP (private data: the QP's
+    /// index) until every QP is established. "" or the error.
+    std::string cm_accept_all(const Options& o);
+    /// --cm, client: connects every QP to the server's device. "" or the error.
+    std::string cm_connect_all(const Options& o, const DeviceAddress& peer);
+
     /// Posts `n` receives on QP i, each over QP i's whole buffer (a SEND
     /// lands at its start; a WRITE_WITH_IMM only consumes it); wr_id = i.
     std::string post_recvs(std::size_t i, std::size_t n);
@@ -122,8 +133,12 @@ std::string write_stats(const Options& o, const Device& dev);
 // ---------------------------------------------------------------------------
 // write_bw.cpp
 
-/// CRC-64 of the first `size` bytes of every QP's buffer (--check).
+/// CRC-64 of the first `size` bytes of every QP's buffer (--check, server).
 std::vector<std::uint64_t> buffer_crcs(const Endpoint& ep, std::uint32_t size);
+/// What the server's buffer_crcs must be (--check, client): per QP, our
+/// bytes over what it has written (Endpoint::written), zeros past them (a QP
+/// that carried no message at all leaves the server's zeroed memory as it was).
+std::vector<std::uint64_t> expected_crcs(const Endpoint& ep, std::uint32_t size);
 /// One size of write_bw / send_bw at the client. "" or the error.
 std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r);
 /// One size of write_bw / send_bw at the server: progresses (send_bw: and

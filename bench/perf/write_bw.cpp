@@ -20,6 +20,18 @@ std::vector<std::uint64_t> buffer_crcs(const Endpoint& ep, std::uint32_t size) {
     return crcs;
 }
 
+std::vector<std::uint64_t> expected_crcs(const Endpoint& ep, std::uint32_t size) {
+    std::vector<std::uint64_t> crcs;
+    std::vector<std::uint8_t> want(size);
+    for (std::size_t q = 0; q < ep.qps.size(); ++q) {
+        const std::uint32_t w = q < ep.written.size() ? std::min(ep.written[q], size) : 0;
+        std::memcpy(want.data(), ep.buf + q * ep.buf_per_qp, w);
+        std::memset(want.data() + w, 0, size - w);
+        crcs.push_back(crc64_ecma_refl(0, want.data(), size));
+    }
+    return crcs;
+}
+
 std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::uint64_t iters, Result& r) {
     const std::size_t nqps = ep.qps.size();
     const bool send = is_send(o.test);
@@ -57,6 +69,8 @@ std::string client_bw(const Options& o, Endpoint& ep, std::uint32_t size, std::u
                     w.rkey = ep.remote[i].rkey;
                 }
                 if (int rc = ep.qps[i]->post_send(w)) return fmt::format("post_send: {}", std::strerror(rc));
+                if (ep.written.size() < nqps) ep.written.resize(nqps, 0);
+                ep.written[i] = std::max(ep.written[i], size);
                 ++outstanding[i];
                 ++posted;
                 if (timed) break;  // check the clock often

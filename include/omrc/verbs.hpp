@@ -411,6 +411,14 @@ struct QpAttr {
     Encryption encryption = Encryption::device_default;
     /// The master key (0 or 1) the peer's SPIs name: its DeviceOptions::security.key_select.
     std::uint32_t peer_key_select = 0;
+    /// Connection keys (docs/PROTOCOL.md §13.4; QpAttrMask::key_nonces, read
+    /// with encryption at INIT→RTR): our receive keys derive through
+    /// key_nonce, the peer's through peer_key_nonce (the one it sent), so a
+    /// QPN used again never brings a key back. The connection manager
+    /// (Device::cm_connect) sets both; without them the keys derive from the
+    /// master keys and the QPN alone.
+    std::array<std::uint8_t, 16> key_nonce{};
+    std::array<std::uint8_t, 16> peer_key_nonce{};
 };
 
 /// Bits of the mask given to Qp::modify() (ibv_qp_attr_mask's role).
@@ -431,6 +439,7 @@ struct QpAttrMask {
     static constexpr std::uint32_t max_rd_atomic = 1u << 13;  ///< RTR→RTS or later
     static constexpr std::uint32_t max_dest_rd_atomic = 1u << 14;  ///< INIT→RTR or later
     static constexpr std::uint32_t encryption = 1u << 15;  ///< INIT→RTR: encryption, peer_key_select
+    static constexpr std::uint32_t key_nonces = 1u << 16;  ///< INIT→RTR, encrypted: key_nonce, peer_key_nonce
 };
 
 // ---------------------------------------------------------------------------
@@ -602,6 +611,82 @@ class Cq;
 class Qp;
 
 // ---------------------------------------------------------------------------
+// Connection manager (docs/PROTOCOL.md §13): librdmacm's role, carried over
+// the fabric itself (UDP 4791, BTH opcode 0x64 to QPN 1), with resends,
+// cookies against half-open floods, per-peer limits and, for encrypted QPs,
+// the keys of the connection established before either QP leaves INIT.
+
+/// Why a connection was refused (the REJ's reason, docs/PROTOCOL.md §13.3).
+enum class CmReason : std::uint16_t {
+    none = 0,
+    no_listener = 1,           ///< nobody listens to the service there
+    consumer = 2,              ///< the application refused it (cm_reject)
+    busy = 3,                  ///< the listener's backlog is full
+    peer_limit = 4,            ///< too many pending requests from this address
+    no_resources = 5,          ///< no QP, or too many connections
+    security_required = 6,     ///< a plain request to a listener that takes encrypted ones only
+    security_unavailable = 7,  ///< no master key for the encryption asked
+    key_mismatch = 8,          ///< the two ends hold different keys
+    stale = 9,                 ///< names a connection the other end does not have
+    timeout = 10,              ///< no answer after every resend, or not accepted in time
+    invalid = 11,              ///< parameters the other end cannot take
+};
+[[nodiscard]] const char* to_string(CmReason r) noexcept;
+
+/// What Device::cm_poll reports (rdma_cm_event_type's role).
+enum class CmEventType : std::uint8_t {
+    connect_request,  ///< listener: a request passed every check; cm_accept or cm_reject it
+    established,      ///< both ends: the QP is in RTS and connected
+    rejected,         ///< the connection was refused (`reason`; `local`: by this end)
+    unreachable,      ///< no answer after every resend (reason timeout)
+    disconnected,     ///< the connection ended (cm_disconnect at either end); its QP is in ERR
+};
+[[nodiscard]] const char* to_string(CmEventType t) noexcept;
+
+inline constexpr std::size_t kCmPrivateDataMax = 64;
+
+struct CmEvent {
+    CmEventType type = CmEventType::connect_request;
+    std::uint32_t id = 0;          ///< the connection (cm_connect's id, or the request's)
+    Qp* qp = nullptr;              ///< the QP of the connection (null for connect_request)
+    std::uint64_t service_id = 0;
+    DeviceAddress peer{};          ///< the other end's device
+    CmReason reason = CmReason::none;
+    bool local = false;            ///< rejected: this end refused (e.g. key_mismatch found here)
+    Encryption encryption = Encryption::off;  ///< connect_request: what the requester asks
+    std::uint32_t mtu_bytes = 0;   ///< connect_request: the requester's offer
+    std::uint8_t private_len = 0;  ///< the REQ's (connect_request), REP's (established) or REJ's private data
+    std::array<std::uint8_t, kCmPrivateDataMax> private_data{};
+};
+
+/// Device::cm_listen.
+struct CmListenOptions {
+    std::uint32_t backlog = 128;     ///< requests not yet accepted or rejected, at most (then REJ busy)
+    std::uint32_t per_peer = 8;      ///< pending requests per peer address, at most (then REJ peer_limit)
+    /// Every request first answered with a cookie (one more round trip; a
+    /// flood from forged addresses holds no state). false: only once the
+    /// backlog is half full.
+    bool cookies = true;
+    bool require_encryption = false;  ///< refuse plain requests (security_required)
+};
+
+/// Device::cm_connect and cm_accept: how the QP is set up. The transitions
+/// the connection manager makes use these attributes and the peer's (QPN,
+/// connection id, first PSN, MTU, address).
+struct CmConnParams {
+    std::uint64_t service_id = 0;          ///< cm_connect: the service to connect to
+    DeviceAddress peer{};                  ///< cm_connect: the device to connect to (its Device::address())
+    std::uint32_t qp_access_flags = AccessFlags::remote_write | AccessFlags::remote_read;
+    std::uint32_t mtu_bytes = 4096;        ///< offered (connect) or the most taken (accept)
+    Encryption encryption = Encryption::device_default;  ///< cm_connect: asked; cm_accept: must be what was asked
+    std::uint8_t private_len = 0;          ///< ≤ kCmPrivateDataMax
+    std::array<std::uint8_t, kCmPrivateDataMax> private_data{};
+    /// The rest of the QP's attributes (path policy, EVs, timeouts, CC,
+    /// RNR and READ limits); the fields above and the peer's override it.
+    QpAttr qp_attr{};
+};
+
+// ---------------------------------------------------------------------------
 // Objects
 
 /// An open device: one driver endpoint (one port per plane), one engine per
@@ -662,6 +747,30 @@ public:
     /// poll collects what the workers did); events naming an Srq not yet
     /// polled are dropped when it is destroyed.
     std::size_t poll_async_events(std::span<AsyncEvent> out);
+
+    // Connection manager (docs/PROTOCOL.md §13). Errors are errno values.
+    /// Takes requests for `service_id`. 0, EADDRINUSE (already listened to), EINVAL.
+    int cm_listen(std::uint64_t service_id, const CmListenOptions& options = {});
+    /// 0, ENOENT. Requests already reported stay.
+    int cm_unlisten(std::uint64_t service_id);
+    /// Connects `qp` (RESET or INIT; moved to INIT here) to the service on
+    /// params.peer: sends the request and returns its id. The QP reaches RTS
+    /// when the reply comes (event established), or stays in INIT (rejected,
+    /// unreachable). 0, EINVAL (QP state, parameters, encryption without a
+    /// master key), ENOMEM (too many connections).
+    int cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id);
+    /// Accepts the connect_request `id` on `qp` (RESET or INIT): the QP goes
+    /// to RTS and the reply is sent; established follows when the requester
+    /// confirms. 0, ENOENT (no such request), EINVAL.
+    int cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params = {});
+    /// Refuses the connect_request `id` (CmReason::consumer). 0, ENOENT, EINVAL.
+    int cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data = {});
+    /// Ends connection `id`: its QP goes to ERR (its outstanding WRs flush)
+    /// and the peer is told. 0, ENOENT.
+    int cm_disconnect(std::uint32_t id);
+    /// Connection events, oldest first: up to out.size() of them; how many.
+    /// Call after progress(): the messages that cause them arrive there.
+    std::size_t cm_poll(std::span<CmEvent> out);
 
 private:
     explicit Device(std::unique_ptr<detail::DeviceCore> core);
@@ -885,6 +994,7 @@ public:
 
 private:
     friend class Pd;
+    friend class Device;  // the connection manager checks a QP is its own
     friend struct detail::DeviceCore;
     Qp() = default;
     detail::DeviceCore* core_ = nullptr;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/path_policy.hpp"
+#include "core/conn_manager.hpp"
 #include "routing/fabric.hpp"
 #include "wire/ethernet.hpp"
 #include "wire/frame.hpp"
@@ -175,6 +176,18 @@ struct EngineConfig {
     std::uint32_t shard = 0;       ///< this engine's shard, < 2^shard_bits
     std::uint32_t shard_bits = 0;  ///< 0..kMaxShardBits
 
+    /// The connection manager (docs/PROTOCOL.md §13): shard 0's engine runs
+    /// one (Engine::conn_manager()) and carries its messages (opcode 0x64 to
+    /// QPN 1); the other shards drop CM frames (multi-worker steering sends
+    /// QPN 1 to shard 0).
+    bool connection_manager = true;
+    CmLimits cm_limits{};
+    /// Frames the engine addresses without a QP (CM messages) go on plane p
+    /// to next_hop_macs[p] when bit p of next_hop_mask is set (a routed
+    /// fabric's gateway), else to the MAC the peer gave for that plane.
+    PlaneMacs next_hop_macs{};
+    std::uint32_t next_hop_mask = 0;
+
     /// Encrypted mode (docs/PROTOCOL.md §12): the device's PSP master keys.
     /// A QP opened with QpAttr::encrypt derives the keys of its SPIs from
     /// them; without the master key its SPIs name, it cannot be encrypted.
@@ -269,6 +282,14 @@ struct QpAttr {
     /// must be the peer's too (a key the cluster shares). Only derived keys rotate.
     bool psp_tx_key_set = false;
     std::array<std::uint8_t, 32> psp_tx_key{};  ///< the first psp_key_bytes(psp_version) bytes
+    /// Connection keys (docs/PROTOCOL.md §13.4), as the connection manager
+    /// exchanges them: our receive keys derive from our receiver master key
+    /// through psp_rx_nonce, the peer's (our transmit keys) from its through
+    /// psp_tx_nonce (the nonce it sent). Unset: straight from the receiver
+    /// master keys (§12.3).
+    bool psp_nonces = false;
+    std::array<std::uint8_t, 16> psp_rx_nonce{};
+    std::array<std::uint8_t, 16> psp_tx_nonce{};
 };
 
 /// The wait an IBTA RNR timer code (5 bits, the AETH of an RNR NAK) stands

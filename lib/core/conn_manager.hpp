@@ -142,6 +142,8 @@ public:
 
     bool poll_outgoing(CmOutgoing& out);
     bool poll_event(CmEvent& out);
+    [[nodiscard]] bool has_outgoing() const noexcept { return !out_.empty(); }
+    [[nodiscard]] bool has_events() const noexcept { return !events_.empty(); }
 
     [[nodiscard]] const CmStats& stats() const noexcept { return stats_; }
     /// Live connections (every state but time-wait).

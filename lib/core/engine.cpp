@@ -62,6 +62,7 @@ const char* to_string(DropReason r) noexcept {
         case DropReason::psp_replay: return "psp_replay";
         case DropReason::psp_old_epoch: return "psp_old_epoch";
         case DropReason::psp_required: return "psp_required";
+        case DropReason::cm_invalid: return "cm_invalid";
         case DropReason::count_: break;
     }
     return "unknown";
@@ -84,6 +85,8 @@ Engine::Engine(const EngineConfig& cfg, PlacementTarget* memory)
     const std::uint32_t w = cfg_.security.replay_window;
     if (w < 64 || w > 65536 || !std::has_single_bit(w)) cfg_.security.replay_window = 4096;
     derive_receiver_masters();
+    if (cfg_.connection_manager && cfg_.shard == 0)
+        cm_ = std::make_unique<ConnManager>(cfg_.cm_limits, cfg_.seed ^ 0xC0117EC7ull, &cm_keys_);
 }
 
 Engine::~Engine() {
@@ -564,6 +567,20 @@ std::size_t Engine::poll_tx(std::span<wire::GatherFrame> out, TimeNs now) {
         ++n;
         ++stats_.tx_ctrl_frames;
     }
+    // The connection manager's messages, as control frames of their own.
+    cm_used_ = 0;
+    if (cm_ != nullptr) {
+        CmOutgoing o;
+        while (n < out.size() && cm_->poll_outgoing(o)) {
+            if (!cm_frame(o, out[n])) {
+                ++stats_.cm_unroutable;
+                continue;
+            }
+            ++n;
+            ++stats_.cm_frames_sent;
+            ++stats_.tx_ctrl_frames;
+        }
+    }
     // One data packet per QP per round, round robin over the QPs with work;
     // a QP with nothing left leaves the list (post_send and losses put it back).
     while (n < out.size() && !tx_active_.empty()) {
@@ -631,7 +648,9 @@ TimeNs Engine::next_wakeup() const noexcept {
     // A stale heap entry can make this early, never late: on_timer() then
     // finds nothing due and drops it.
     const TimeNs t = timers_.empty() ? kNever : timers_.front().first;
-    return std::min({t, port_status_next_ns_, credit_next_ns_});
+    // Messages the connection manager queued (outside a timer) wait for poll_tx: due now.
+    const TimeNs cm = cm_ == nullptr ? kNever : cm_->has_outgoing() ? 0 : cm_->next_wakeup();
+    return std::min({t, port_status_next_ns_, credit_next_ns_, cm});
 }
 
 void Engine::on_timer(TimeNs now) {
@@ -654,6 +673,7 @@ void Engine::on_timer(TimeNs now) {
         send_port_status(now);
         port_status_next_ns_ = (local_up_ != all_planes()) ? now + cfg_.port_status_repeat_ns : kNever;
     }
+    if (cm_ != nullptr && cm_->next_wakeup() <= now) cm_->on_timer(now);
 }
 
 void Engine::on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, TimeNs now) {
@@ -693,6 +713,7 @@ void Engine::rx_one(const wire::RxFrame& arrived, TimeNs now) {
         on_endpoint(f, frame.plane, frame.no_reply, now);
         return;
     }
+    if (op == wire::Opcode::cm) return on_cm(f, frame, now);
     Qp* qp = qp_by_num(f.bth.dest_qp);
     if (qp == nullptr) return drop(DropReason::no_qp);
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)

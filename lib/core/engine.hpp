@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/conn_manager.hpp"
 #include "core/path_alarms.hpp"
 #include "core/qp.hpp"
 #include "core/ring.hpp"
@@ -121,6 +122,13 @@ public:
     [[nodiscard]] bool has_peer(const wire::Ipv6Addr& peer) const noexcept;
     /// Planes a peer said are up (port-status updates); all planes until told otherwise.
     [[nodiscard]] std::uint32_t peer_plane_mask(const wire::Ipv6Addr& peer) const noexcept;
+    /// The connection manager this engine carries (shard 0 with
+    /// EngineConfig::connection_manager), or null. Called on the owning
+    /// thread like the engine: what it queues goes out at the next poll_tx(),
+    /// its timers run in on_timer() and count in next_wakeup(), and the CM
+    /// frames that arrive reach it through on_rx_burst().
+    [[nodiscard]] ConnManager* conn_manager() noexcept { return cm_.get(); }
+    [[nodiscard]] const ConnManager* conn_manager() const noexcept { return cm_.get(); }
 
 private:
     // engine.cpp: commands and lifecycle
@@ -298,6 +306,26 @@ private:
 
     void path_event(const PathEvent& e);
 
+    // engine_cm.cpp: the connection manager's carriage (docs/PROTOCOL.md §13.1)
+    /// A CM frame: DestQP 1, the GSI DETH, one message; else cm_invalid.
+    void on_cm(const wire::FrameView& f, const wire::RxFrame& frame, TimeNs now);
+    /// Builds the frame of one outgoing CM message into `g` (its message in
+    /// cm_slots_, valid until the next poll_tx); false when it has no route.
+    bool cm_frame(const CmOutgoing& o, wire::GatherFrame& g);
+    /// CmKeys over the engine's master keys (§13.4).
+    class CmKeyring final : public CmKeys {
+    public:
+        explicit CmKeyring(const Engine& e) : e_(e) {}
+        [[nodiscard]] bool has_key(std::uint8_t select) const override;
+        bool own_check(std::uint8_t select, const std::array<std::uint8_t, 16>& nonce,
+                       std::span<const std::uint8_t> context, std::array<std::uint8_t, 16>& out) override;
+        bool peer_check(const wire::Ipv6Addr& peer, std::uint8_t select, const std::array<std::uint8_t, 16>& nonce,
+                        std::span<const std::uint8_t> context, std::array<std::uint8_t, 16>& out) override;
+
+    private:
+        const Engine& e_;
+    };
+
     // engine_rx.cpp: receiver
     void on_data(Qp& qp, const wire::FrameView& f, TimeNs now);
     /// Places a SEND packet into the receive its RQMSN names; false when it
@@ -428,6 +456,21 @@ private:
     static constexpr std::size_t kEpPendingLimit = 256;
     Ring<EpRequest> ep_pending_;
     std::uint16_t ep_request_seq_ = 0;       ///< request ids are (seq << shard_bits | shard) mod 2^16
+    // Connection manager (engine_cm.cpp).
+    CmKeyring cm_keys_{*this};
+    std::unique_ptr<ConnManager> cm_;        ///< null: this engine carries none
+    /// The messages of the CM frames of one poll_tx() (valid until the next).
+    using CmSlot = std::array<std::uint8_t, wire::kCmMaxMessage + 4>;  ///< a message and its pad
+    std::vector<std::unique_ptr<CmSlot>> cm_slots_;
+    std::size_t cm_used_ = 0;
+    /// Where the last CM frame came from: a DREP to a DREQ repeated after its
+    /// connection ended has no route of its own and goes back this way.
+    struct CmLastHop {
+        wire::Ipv6Addr from{};
+        std::uint8_t plane = 0;
+        std::array<std::uint8_t, 6> mac{};
+        bool valid = false;
+    } cm_last_{};
 };
 
 }  // namespace omrc::core

@@ -27,7 +27,12 @@ constexpr std::size_t kGatherBelowBytes = 512;
 bool Engine::derive_rx_epoch(const Qp& qp, std::uint32_t spi, QpSecurity::RxEpoch& ep) const {
     const std::uint32_t sel = wire::spi_key_select(spi);
     if ((rx_masters_present_ & (1u << sel)) == 0) return false;
-    if (!security::psp_key_schedule(rx_masters_[sel], spi, qp.sec->version, ep.key)) return false;
+    // A QP keyed by the connection manager derives from its own master key,
+    // and only for the select it was keyed under.
+    const QpSecurity& s = *qp.sec;
+    if (s.rx_master_own && sel != s.rx_master_select) return false;
+    const security::MasterKey& master = s.rx_master_own ? s.rx_master : rx_masters_[sel];
+    if (!security::psp_key_schedule(master, spi, qp.sec->version, ep.key)) return false;
     ep.window = ReplayWindow(cfg_.security.replay_window);
     ep.spi = spi;
     ep.live = true;
@@ -55,6 +60,15 @@ int Engine::set_security(Qp& qp, const QpAttr& a) {
         if (had) --secure_qps_;
         return EINVAL;
     };
+    if (a.psp_nonces) {
+        // Connection keys (§13.4): this QP's receive master key from our nonce.
+        const std::uint8_t sel = cfg_.security.key_select;
+        if ((rx_masters_present_ & (1u << sel)) == 0 ||
+            !security::connection_master_key(rx_masters_[sel], a.psp_rx_nonce, s.rx_master))
+            return fail();
+        s.rx_master_own = true;
+        s.rx_master_select = sel;
+    }
     // Receive: our SPI of epoch 0, under the master key we name.
     if (!derive_rx_epoch(qp, wire::psp_spi(cfg_.security.key_select, 0, qp.qpn), s.cur)) return fail();
     // Transmit: the peer's SPI of epoch 0, with the key it gave us or the one
@@ -68,9 +82,16 @@ int Engine::set_security(Qp& qp, const QpAttr& a) {
     } else {
         if ((cfg_.security.present & (1u << a.psp_peer_key_select)) == 0) return fail();
         if (!security::receiver_master_key(cfg_.security.master_keys[a.psp_peer_key_select],
-                                           std::span<const std::uint8_t, 16>(a.peer_addr.data(), 16), s.peer_master) ||
-            !security::psp_key_schedule(s.peer_master, s.tx_spi, a.psp_version, s.tx))
+                                           std::span<const std::uint8_t, 16>(a.peer_addr.data(), 16), s.peer_master))
             return fail();
+        if (a.psp_nonces) {
+            // The peer's connection master key, from the nonce it sent.
+            security::MasterKey receiver = s.peer_master;
+            const bool ok = security::connection_master_key(receiver, a.psp_tx_nonce, s.peer_master);
+            security::wipe(receiver.data(), receiver.size());
+            if (!ok) return fail();
+        }
+        if (!security::psp_key_schedule(s.peer_master, s.tx_spi, a.psp_version, s.tx)) return fail();
     }
     // The key the attributes carried is in the AES schedule now; do not keep a copy.
     qp.attr.psp_tx_key.fill(0);

@@ -25,7 +25,10 @@ struct QpSecurity {
     QpSecurity() = default;
     QpSecurity(const QpSecurity&) = delete;
     QpSecurity& operator=(const QpSecurity&) = delete;
-    ~QpSecurity() { security::wipe(peer_master.data(), peer_master.size()); }
+    ~QpSecurity() {
+        security::wipe(peer_master.data(), peer_master.size());
+        security::wipe(rx_master.data(), rx_master.size());
+    }
 
     struct RxEpoch {
         bool live = false;
@@ -47,6 +50,12 @@ struct QpSecurity {
     /// The peer's receiver master key (security::receiver_master_key of its
     /// address), for the keys of its next epochs; wiped with this object.
     security::MasterKey peer_master{};
+    /// Connection keys (QpAttr::psp_nonces): our receive master key for
+    /// this QP (connection_master_key of the device's, under our nonce),
+    /// which its receive epochs derive from instead of the device's.
+    security::MasterKey rx_master{};
+    bool rx_master_own = false;
+    std::uint8_t rx_master_select = 0;  ///< the device master key rx_master came from
     std::uint32_t tx_first_epoch = 0; ///< the epoch the QP began with: 127 rotations at most, so no SPI comes back
     /// snd_nxt when the current transmit epoch began: the next rotation waits
     /// until every packet first sent before it is acknowledged (snd_una has

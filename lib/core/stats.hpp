@@ -34,6 +34,8 @@ enum class DropReason : std::uint8_t {
     psp_replay,       ///< an IV already accepted, or older than the replay window
     psp_old_epoch,    ///< an SPI of an epoch this QP has retired
     psp_required,     ///< a plain frame for an encrypted QP
+    // Connection manager (docs/PROTOCOL.md §13).
+    cm_invalid,       ///< CM frame (opcode 0x64) not to QPN 1, with another DETH, or a message that does not decode
     count_
 };
 const char* to_string(DropReason r) noexcept;
@@ -80,6 +82,11 @@ struct EngineStats {
     std::uint64_t path_alarms_sent = 0;      ///< PATH_ALARM endpoint requests sent to peers (OpenMRC, §11.5)
     std::uint64_t path_alarms_received = 0;  ///< PATH_ALARM requests received from peers we have a QP with
     std::uint64_t path_alarms_believed = 0;  ///< of those: named a (plane, T1) of our fabric, raised as our alarm
+    std::uint64_t cm_frames_received = 0;    ///< CM messages handed to the connection manager
+    std::uint64_t cm_frames_sent = 0;
+    /// CM messages not sent: no plane up at both ends, or a DREP for a
+    /// DREQ whose sender this engine cannot reach (no route known).
+    std::uint64_t cm_unroutable = 0;
 };
 
 /// What one plane carried for a sending QP (Qp::plane_counters, by the

@@ -198,6 +198,9 @@ nlohmann::json engine_json(const core::EngineStats& s, std::uint32_t local_plane
             {"ep_requests_observed", s.ep_requests_observed},
             {"ctrl_queue_overflow", s.ctrl_queue_overflow},
             {"psp_seal_failures", s.psp_seal_failures},
+            {"cm_frames_received", s.cm_frames_received},
+            {"cm_frames_sent", s.cm_frames_sent},
+            {"cm_unroutable", s.cm_unroutable},
             {"local_plane_mask", local_plane_mask}};
 }
 
@@ -345,7 +348,7 @@ nlohmann::json exchange_json(const ExchangeStats& s) {
 void add(core::EngineStats& into, const core::EngineStats& s) noexcept {
     // A counter added to EngineStats must be summed here too.
     static_assert(sizeof(core::EngineStats) ==
-                      sizeof(std::uint64_t) * (14 + static_cast<std::size_t>(wire::WireError::count_) +
+                      sizeof(std::uint64_t) * (17 + static_cast<std::size_t>(wire::WireError::count_) +
                                                static_cast<std::size_t>(core::DropReason::count_)),
                   "EngineStats changed: sum the new counter in add()");
     into.rx_frames += s.rx_frames;
@@ -364,6 +367,9 @@ void add(core::EngineStats& into, const core::EngineStats& s) noexcept {
     into.path_alarms_sent += s.path_alarms_sent;
     into.path_alarms_received += s.path_alarms_received;
     into.path_alarms_believed += s.path_alarms_believed;
+    into.cm_frames_received += s.cm_frames_received;
+    into.cm_frames_sent += s.cm_frames_sent;
+    into.cm_unroutable += s.cm_unroutable;
 }
 
 void add(ProgressStats& into, const ProgressStats& s) noexcept {

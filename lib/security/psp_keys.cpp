@@ -59,6 +59,17 @@ bool receiver_master_key(const MasterKey& cluster, std::span<const std::uint8_t,
     return kbkdf_cmac(cluster, std::span(kLabel, sizeof kLabel - 1), receiver_addr, out);
 }
 
+bool connection_master_key(const MasterKey& receiver_master, std::span<const std::uint8_t, 16> nonce, MasterKey& out) {
+    static constexpr char kLabel[] = "OpenMRC PSP connection";
+    return kbkdf_cmac(receiver_master, std::span(kLabel, sizeof kLabel - 1), nonce, out);
+}
+
+bool cm_key_check(const MasterKey& connection_master, std::span<const std::uint8_t> context,
+                  std::span<std::uint8_t, 16> out) {
+    static constexpr char kLabel[] = "OpenMRC CM key check";
+    return kbkdf_cmac(connection_master, std::span(kLabel, sizeof kLabel - 1), context, out);
+}
+
 void wipe(void* p, std::size_t n) noexcept { OPENSSL_cleanse(p, n); }
 
 bool parse_master_key(std::string_view hex, MasterKey& out) noexcept {

@@ -38,6 +38,19 @@ bool psp_key_schedule(const MasterKey& master, std::uint32_t spi, wire::PspVersi
 /// reflected to its sender from opening there. False only when OpenSSL fails.
 bool receiver_master_key(const MasterKey& cluster, std::span<const std::uint8_t, 16> receiver_addr, MasterKey& out);
 
+/// A connection's receive master key (docs/PROTOCOL.md §13.4): KBKDF
+/// (AES-CMAC-256) of the receiver master key with label "OpenMRC PSP
+/// connection" and the receiver's 16-byte key nonce as context. The SPI keys
+/// of a QP set up by the connection manager derive from it, so a QPN used
+/// again under a fresh nonce never brings an old key back. False only when
+/// OpenSSL fails.
+bool connection_master_key(const MasterKey& receiver_master, std::span<const std::uint8_t, 16> nonce, MasterKey& out);
+
+/// A CM message's key check (§13.4): the first 16 bytes of KBKDF of the
+/// connection master key with label "OpenMRC CM key check" and `context`.
+bool cm_key_check(const MasterKey& connection_master, std::span<const std::uint8_t> context,
+                  std::span<std::uint8_t, 16> out);
+
 /// A connection manager's cookie MAC (docs/PROTOCOL.md §13.5): the first
 /// out.size() (≤ 32) bytes of HMAC-SHA-256 of `data` under `secret`, from
 /// OpenSSL. False only when OpenSSL fails.

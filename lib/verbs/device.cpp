@@ -269,6 +269,8 @@ std::unique_ptr<Device> Device::open(std::string_view driver, const DeviceOption
     ec.port_status_repeat_ns = options.port_status_repeat_ns;
     ec.max_qps = options.max_qps;
     ec.shard_bits = core::shard_bits_for(options.workers);
+    for (std::uint32_t p = 0; p < kMaxPlanes; ++p) ec.next_hop_macs[p] = next_hop_macs[p];
+    ec.next_hop_mask = next_hop_mask;
 
     auto keys = options.seed != 0 ? verbs::KeyGenerator::from_seed(options.seed) : verbs::KeyGenerator::from_entropy();
     std::function<std::uint64_t()> clock = options.clock;

@@ -111,6 +111,26 @@ struct DeviceCore {
     [[nodiscard]] static std::uint64_t srq_key(std::uint32_t worker, std::uint32_t srqn) noexcept {
         return (std::uint64_t{worker} << 32) | srqn;
     }
+    /// Connection manager (lib/verbs/cm.cpp): the connections this device's
+    /// API knows, by id, and the events not yet polled (Device::cm_poll).
+    struct CmConn {
+        Qp* qp = nullptr;              ///< null: a request not yet accepted
+        bool requester = false;
+        bool moved = false;            ///< the QP left INIT for this connection (ends in ERR)
+        bool ending = false;           ///< cm_disconnect called: the disconnected event ends it
+        DeviceAddress peer{};
+        std::uint64_t service_id = 0;
+        std::uint32_t psn = 0;         ///< our first PSN
+        std::array<std::uint8_t, 16> nonce{};  ///< our key nonce (encrypted)
+        CmConnParams params{};         ///< requester: the QP's attributes for the reply
+        core::CmEvent request{};       ///< responder: the request (its REQ)
+    };
+    std::unordered_map<std::uint32_t, CmConn> cm_conns;
+    std::deque<CmEvent> cm_events;
+    /// A QP going away: its connections end (a DREQ for one past its REQ).
+    void cm_forget(const Qp& qp);
+    /// Acts on one of the engine's CM events (moves QPs) and queues the API's event.
+    void cm_event(const core::CmEvent& e);
     std::vector<const Cq*> cqs;                  ///< live CQs (stats)
     std::uint32_t next_pd = 1;
     std::uint32_t children = 0;                  ///< live Pd + Cq

@@ -33,7 +33,8 @@ static_assert(QpAttrMask::state == core::kAttrState && QpAttrMask::access_flags 
               QpAttrMask::cc == core::kAttrCc && QpAttrMask::min_rnr_timer == core::kAttrMinRnrTimer &&
               QpAttrMask::rnr_retry == core::kAttrRnrRetry && QpAttrMask::max_rd_atomic == core::kAttrMaxRdAtomic &&
               QpAttrMask::max_dest_rd_atomic == core::kAttrMaxDestRdAtomic);
-constexpr std::uint32_t kKnownMask = (core::kAttrSecurity << 1) - 1;
+constexpr std::uint32_t kKnownMask = (QpAttrMask::key_nonces << 1) - 1;
+static_assert(QpAttrMask::key_nonces == core::kAttrSecurity << 1, "key_nonces is the verbs layer's, above the engine's bits");
 static_assert(QpAttrMask::encryption == core::kAttrSecurity);
 
 bool to_core(QpState s, core::QpState& out) {
@@ -118,6 +119,7 @@ std::unique_ptr<Qp> Pd::create_qp(const QpInitAttr& attr, int* err) {
 Qp::~Qp() {
     detail::DeviceCore& d = *core_;
     detail::Worker& w = d.worker_of(*this);
+    d.cm_forget(*this);
     {
         // Completions the engine produced for this QP still reach its CQs.
         const detail::WorkerControl parked(d, w);
@@ -147,7 +149,7 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
     const detail::WorkerControl parked(d, w);
     core::CmdModifyQp cmd{};
     cmd.qpn = qpn_;
-    cmd.mask = mask;
+    cmd.mask = mask & ~QpAttrMask::key_nonces;
     if (mask & QpAttrMask::state) {
         if (!to_core(attr.qp_state, cmd.state)) return EINVAL;
     } else {
@@ -196,12 +198,17 @@ int Qp::modify(const QpAttr& attr, std::uint32_t mask) {
             a.encrypt = true;
             a.psp_version = want == Encryption::aes_gcm_128 ? wire::PspVersion::aes_gcm_128 : wire::PspVersion::aes_gcm_256;
             a.psp_peer_key_select = static_cast<std::uint8_t>(attr.peer_key_select);
+            if (mask & QpAttrMask::key_nonces) {
+                a.psp_nonces = true;
+                a.psp_rx_nonce = attr.key_nonce;
+                a.psp_tx_nonce = attr.peer_key_nonce;
+            }
             cmd.mask |= core::kAttrSecurity;
         } else if (want != Encryption::off) {
             return EINVAL;
         }
-    } else if (mask & QpAttrMask::encryption) {
-        return EINVAL;  // only INIT→RTR sets it
+    } else if (mask & (QpAttrMask::encryption | QpAttrMask::key_nonces)) {
+        return EINVAL;  // only INIT→RTR sets them
     }
     const core::SubmitResult r = w.engine->submit(cmd, d.now());
     w.loop->kick();  // a move to ERR produces flush completions

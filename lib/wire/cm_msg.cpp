@@ -93,6 +93,7 @@ WireError CmMessage::encode(std::span<std::uint8_t> out, std::size_t& len) const
             b[19] = encryption;
             b[20] = key_select;
             b[21] = private_len;
+            store_be16(b + 22, conn_id);
             store_be32(b + 24, host);
             std::memcpy(b + 32, key_nonce.data(), 16);
             std::memcpy(b + 48, cookie.data(), 16);
@@ -143,6 +144,7 @@ WireError CmMessage::decode(std::span<const std::uint8_t> in, CmMessage& out) no
             out.encryption = b[19];
             out.key_select = b[20];
             out.private_len = b[21];
+            out.conn_id = load_be16(b + 22);
             out.host = load_be32(b + 24);
             std::memcpy(out.key_nonce.data(), b + 32, 16);
             std::memcpy(out.cookie.data(), b + 48, 16);

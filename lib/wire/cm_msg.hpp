@@ -96,6 +96,7 @@ struct CmMessage {
     std::uint16_t mtu = 0;          ///< payload bytes per packet it offers (REQ) or takes (REP): 64..4096, multiple of 64
     std::uint8_t encryption = 0;    ///< 0 off, 1 AES-GCM-128, 2 AES-GCM-256 (REP: what the responder set up)
     std::uint8_t key_select = 0;    ///< 0 or 1: the master key the sender's SPIs name
+    std::uint16_t conn_id = 0;      ///< the sender QP's connection id (the peer's QpAttr::dest_conn_id)
     std::uint32_t host = 0;         ///< srv6 frame mode: the sender's host index in the fabric
     std::array<std::uint8_t, 16> key_nonce{};  ///< sender's random contribution to its receive keys (encrypted only)
     /// REQ: the listener's cookie echoed (zeros on a first try); COOKIE: the cookie.

@@ -96,6 +96,32 @@ run_pair send_lat 8 200 "$LAT_HEADER"
 for size in 64 65536; do run_pair read_bw $size 200 "$BW_HEADER"; done
 run_pair read_lat 8 200 "$LAT_HEADER"
 
+# --cm: the QPs connected by the connection manager over the fabric (docs/PROTOCOL.md §13), plain and
+# encrypted (one master key file for both ends); the client's memory check and both ends' CM counters.
+cm_pair() {  # cm_pair TEST LABEL SIZE EXTRA-OPTIONS...
+  local test=$1 label=$2 size=$3; shift 3
+  start_server "$test" --planes 2 --stats "$TMP/server.stats" "$@" || { fail "$label: server did not start"; return; }
+  timeout 60 "$PERF" "$test" ::1 -p "$PORT" --planes 2 -s "$size" -n 200 -q 4 --cm --stats "$TMP/client.stats" "$@" \
+    >"$TMP/client.log" 2>&1
+  local crc=$?
+  wait_server
+  local src=$?
+  if [[ $crc -ne 0 || $src -ne 0 ]]; then
+    fail "$label: client exit $crc, server exit $src"; cat "$TMP/client.log" "$TMP/server.log" >&2; return
+  fi
+  # Four QPs: at least a REQ, the REQ again with its cookie, and the RTU each from the client.
+  json_check "$TMP/client.stats" "d['engine']['cm_frames_sent'] >= 12 and d['engine']['cm_frames_received'] >= 8" \
+    || fail "$label: the client's CM counters"
+  json_check "$TMP/server.stats" "d['engine']['cm_frames_sent'] >= 8 and d['engine']['rx_drops']['cm_invalid'] == 0" \
+    || fail "$label: the server's CM counters"
+  pass "$label"
+}
+cm_pair write_bw "write_bw --cm --check (4 QPs)" 65536 --check
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/master.key"
+cm_pair write_bw "write_bw --cm --encrypt aes-gcm-256 --check (4 QPs)" 65536 --check --encrypt aes-gcm-256 \
+  --master-key-file "$TMP/master.key"
+cm_pair send_bw "send_bw --cm --check (4 QPs)" 4096 --check
+
 # Both ends in one process over the loopback driver.
 if timeout 60 "$PERF" write_bw --driver loopback -n 100 -s 4096 >"$TMP/lo.log" 2>&1 && grep -Eq "^ 4096 +100 " "$TMP/lo.log"; then
   pass "write_bw over loopback"

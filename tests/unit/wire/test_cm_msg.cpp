@@ -28,6 +28,7 @@ CmMessage sample_req() {
     m.encryption = 2;
     m.key_select = 1;
     m.host = 77;
+    m.conn_id = 0x1F2E;
     m.planes = 3;
     for (std::size_t i = 0; i < 16; ++i) {
         m.key_nonce[i] = static_cast<std::uint8_t>(0xA0 + i);
@@ -84,9 +85,9 @@ TEST_CASE("cm::req_layout_golden", "[unit][wire][cm]") {
     REQUIRE(b.size() == 16 + 84 + 20 + 5);
     CHECK(std::vector<std::uint8_t>(b.begin(), b.begin() + 16) ==
           omrc::test::hex("01 01 00 7d 11 22 33 44 00 00 00 00 00 02 00 00"));
-    // service id, QPN, PSN, MTU, planes, encryption, key select, private length, reserved, host
+    // service id, QPN, PSN, MTU, planes, encryption, key select, private length, conn id, host
     CHECK(std::vector<std::uint8_t>(b.begin() + 16, b.begin() + 48) ==
-          omrc::test::hex("01 02 03 04 05 06 07 08  00 01 23 45  00 ab cd ef  10 00 03 02 01 05 00 00"
+          omrc::test::hex("01 02 03 04 05 06 07 08  00 01 23 45  00 ab cd ef  10 00 03 02 01 05 1f 2e"
                           "00 00 00 4d  00 00 00 00"));
     CHECK(b[48] == 0xA0);   // key nonce
     CHECK(b[64] == 0xC0);   // cookie
@@ -115,6 +116,7 @@ TEST_CASE("cm::every_type_round_trips", "[unit][wire][cm]") {
             CHECK(d.qpn == m.qpn);
             CHECK(d.psn == m.psn);
             CHECK(d.host == m.host);
+            CHECK(d.conn_id == m.conn_id);
             CHECK(d.key_nonce == m.key_nonce);
             CHECK(d.cookie == m.cookie);
             CHECK(d.key_check == m.key_check);

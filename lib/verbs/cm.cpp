@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The connection manager's API (Device::cm_*; docs/PROTOCOL.md §13): the
+// protocol runs in worker 0's engine (core::ConnManager, carried as CM
+// frames); this layer moves the QPs when its events say so, as librdmacm
+// does over ibverbs: the requester's QP to RTS on the reply, the
+// responder's on accept, either to ERR when the connection ends.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "log/log.hpp"
+#include "verbs/device_core.hpp"
+
+namespace omrc {
+
+namespace {
+
+core::ConnManager* manager(detail::DeviceCore& d) { return d.workers.front()->engine->conn_manager(); }
+
+/// The CM's encryption code (§13.3) of a resolved choice: 0 off, 1 AES-GCM-128, 2 AES-GCM-256.
+std::uint8_t encryption_code(Encryption e) noexcept {
+    return e == Encryption::aes_gcm_128 ? 1 : e == Encryption::aes_gcm_256 ? 2 : 0;
+}
+Encryption encryption_of(std::uint8_t code) noexcept {
+    return code == 1 ? Encryption::aes_gcm_128 : code == 2 ? Encryption::aes_gcm_256 : Encryption::off;
+}
+
+/// The device's own planes, MACs and host, as a REQ or REP carries them.
+void describe_self(const detail::DeviceCore& d, wire::CmMessage& m) {
+    m.planes = static_cast<std::uint8_t>(std::min<std::uint32_t>(d.address.planes, wire::kCmMaxPlanes));
+    for (std::size_t p = 0; p < m.planes; ++p) m.macs[p] = d.address.macs[p];
+    m.host = d.address.host;
+}
+
+DeviceAddress address_of(const wire::CmMessage& m, const wire::Ipv6Addr& from) {
+    DeviceAddress a;
+    a.addr = from;
+    a.planes = m.planes;
+    for (std::size_t p = 0; p < m.planes && p < kMaxPlanes; ++p) a.macs[p] = m.macs[p];
+    a.host = m.host;
+    return a;
+}
+
+/// Key nonces and first PSNs: from the operating system's entropy (they are
+/// this layer's, not the sans-IO engine's).
+std::array<std::uint8_t, 16> random_nonce() {
+    std::random_device rd;
+    std::array<std::uint8_t, 16> n{};
+    for (std::size_t i = 0; i < n.size(); i += 4) {
+        const std::uint32_t v = rd();
+        for (std::size_t k = 0; k < 4; ++k) n[i + k] = static_cast<std::uint8_t>(v >> (8 * k));
+    }
+    return n;
+}
+std::uint32_t random_psn() { return std::random_device{}() & 0xFFFFFF; }
+
+CmReason reason_of(wire::CmReject r) noexcept { return static_cast<CmReason>(static_cast<std::uint16_t>(r)); }
+
+/// RESET → INIT with the connection's access flags; INIT stays. EINVAL otherwise.
+int to_init(Qp& qp, std::uint32_t access) {
+    const QpState st = qp.state();
+    if (st == QpState::init) return 0;
+    if (st != QpState::reset) return EINVAL;
+    QpAttr a;
+    a.qp_state = QpState::init;
+    a.qp_access_flags = access;
+    return qp.modify(a, QpAttrMask::state | QpAttrMask::access_flags);
+}
+
+/// INIT → RTR → RTS toward the peer the message `m` describes.
+int to_rts(Qp& qp, const CmConnParams& params, const wire::CmMessage& m, const DeviceAddress& peer,
+           std::uint32_t mtu, std::uint32_t our_psn, const std::array<std::uint8_t, 16>& our_nonce) {
+    QpAttr a = params.qp_attr;
+    a.qp_state = QpState::rtr;
+    a.dest_qp_num = m.qpn;
+    a.dest_conn_id = m.conn_id;
+    a.rq_psn = m.psn;
+    a.peer = peer;
+    a.mtu_bytes = mtu;
+    a.encryption = encryption_of(m.encryption);
+    a.peer_key_select = m.key_select;
+    std::uint32_t mask = QpAttrMask::state | QpAttrMask::path | QpAttrMask::dest_qpn | QpAttrMask::rq_psn |
+                         QpAttrMask::mtu | QpAttrMask::mpr | QpAttrMask::min_rnr_timer |
+                         QpAttrMask::max_dest_rd_atomic | QpAttrMask::encryption;
+    if (m.encryption != 0) {
+        a.key_nonce = our_nonce;
+        a.peer_key_nonce = m.key_nonce;
+        mask |= QpAttrMask::key_nonces;
+    }
+    if (const int e = qp.modify(a, mask); e != 0) return e;
+    a.qp_state = QpState::rts;
+    a.sq_psn = our_psn;
+    return qp.modify(a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout | QpAttrMask::retry_cnt |
+                            QpAttrMask::rnr_retry | QpAttrMask::cc | QpAttrMask::max_rd_atomic);
+}
+
+void to_err(Qp& qp) {
+    QpAttr a;
+    a.qp_state = QpState::err;
+    (void)qp.modify(a, QpAttrMask::state);
+}
+
+}  // namespace
+
+const char* to_string(CmReason r) noexcept {
+    switch (r) {
+        case CmReason::none: return "none";
+        case CmReason::no_listener: return "no_listener";
+        case CmReason::consumer: return "consumer";
+        case CmReason::busy: return "busy";
+        case CmReason::peer_limit: return "peer_limit";
+        case CmReason::no_resources: return "no_resources";
+        case CmReason::security_required: return "security_required";
+        case CmReason::security_unavailable: return "security_unavailable";
+        case CmReason::key_mismatch: return "key_mismatch";
+        case CmReason::stale: return "stale";
+        case CmReason::timeout: return "timeout";
+        case CmReason::invalid: return "invalid";
+    }
+    return "?";
+}
+
+const char* to_string(CmEventType t) noexcept {
+    switch (t) {
+        case CmEventType::connect_request: return "connect_request";
+        case CmEventType::established: return "established";
+        case CmEventType::rejected: return "rejected";
+        case CmEventType::unreachable: return "unreachable";
+        case CmEventType::disconnected: return "disconnected";
+    }
+    return "?";
+}
+
+int Device::cm_listen(std::uint64_t service_id, const CmListenOptions& o) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm == nullptr) return EOPNOTSUPP;
+    if (o.backlog == 0 || o.per_peer == 0) return EINVAL;
+    core::CmListen how;
+    how.backlog = o.backlog;
+    how.per_peer = o.per_peer;
+    how.cookies = o.cookies ? core::CmCookies::always : core::CmCookies::under_load;
+    how.require_encryption = o.require_encryption;
+    const detail::WorkerControl parked(d, *d.workers.front());
+    return cm->listen(service_id, how);
+}
+
+int Device::cm_unlisten(std::uint64_t service_id) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm == nullptr) return EOPNOTSUPP;
+    const detail::WorkerControl parked(d, *d.workers.front());
+    return cm->unlisten(service_id);
+}
+
+int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm == nullptr) return EOPNOTSUPP;
+    if (id == nullptr || qp.core_ != &d || params.private_len > kCmPrivateDataMax ||
+        params.peer.planes != d.address.planes)
+        return EINVAL;
+    const Encryption want =
+        params.encryption == Encryption::device_default ? d.security_default : params.encryption;
+    if (const int e = to_init(qp, params.qp_access_flags); e != 0) return e;
+    detail::DeviceCore::CmConn c;
+    c.qp = &qp;
+    c.requester = true;
+    c.peer = params.peer;
+    c.service_id = params.service_id;
+    c.psn = random_psn();
+    c.params = params;
+    wire::CmMessage route;
+    route.planes = static_cast<std::uint8_t>(std::min<std::uint32_t>(params.peer.planes, wire::kCmMaxPlanes));
+    for (std::size_t p = 0; p < route.planes; ++p) route.macs[p] = params.peer.macs[p];
+    route.host = params.peer.host;
+    wire::CmMessage req;
+    req.service_id = params.service_id;
+    req.qpn = qp.qp_num();
+    req.conn_id = qp.conn_id();
+    req.psn = c.psn;
+    req.mtu = static_cast<std::uint16_t>(std::min<std::uint32_t>(params.mtu_bytes, 0xFFFF));
+    req.encryption = encryption_code(want);
+    if (req.encryption != 0) {
+        c.nonce = random_nonce();
+        req.key_nonce = c.nonce;
+    }
+    describe_self(d, req);
+    req.private_len = params.private_len;
+    req.private_data = params.private_data;
+    std::uint32_t cid = 0;
+    {
+        detail::Worker& w0 = *d.workers.front();
+        const detail::WorkerControl parked(d, w0);
+        req.key_select = w0.engine->config().security.key_select;
+        if (const int e = cm->connect(params.peer.addr, route, req, d.now(), cid); e != 0) return e;
+        w0.loop->kick();
+    }
+    d.cm_conns[cid] = c;
+    *id = cid;
+    return 0;
+}
+
+int Device::cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm == nullptr) return EOPNOTSUPP;
+    auto it = d.cm_conns.find(id);
+    if (it == d.cm_conns.end() || it->second.requester || it->second.qp != nullptr) return ENOENT;
+    if (qp.core_ != &d || params.private_len > kCmPrivateDataMax) return EINVAL;
+    detail::DeviceCore::CmConn& c = it->second;
+    const wire::CmMessage& req = c.request.msg;
+    // What the requester asked is what is set up; a different explicit choice is refused.
+    if (params.encryption != Encryption::device_default && encryption_code(params.encryption) != req.encryption)
+        return EINVAL;
+    if (const int e = to_init(qp, params.qp_access_flags); e != 0) return e;
+    c.psn = random_psn();
+    if (req.encryption != 0) c.nonce = random_nonce();
+    const std::uint32_t mtu = std::min<std::uint32_t>(req.mtu, params.mtu_bytes);
+    if (const int e = to_rts(qp, params, req, c.peer, mtu, c.psn, c.nonce); e != 0) {
+        to_err(qp);
+        return e;
+    }
+    c.qp = &qp;
+    c.moved = true;
+    wire::CmMessage rep;
+    rep.qpn = qp.qp_num();
+    rep.conn_id = qp.conn_id();
+    rep.psn = c.psn;
+    rep.mtu = static_cast<std::uint16_t>(mtu);
+    rep.key_nonce = c.nonce;
+    describe_self(d, rep);
+    rep.private_len = params.private_len;
+    rep.private_data = params.private_data;
+    detail::Worker& w0 = *d.workers.front();
+    const detail::WorkerControl parked(d, w0);
+    rep.key_select = w0.engine->config().security.key_select;
+    const int e = cm->accept(id, rep, d.now());
+    w0.loop->kick();
+    return e;
+}
+
+int Device::cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm == nullptr) return EOPNOTSUPP;
+    auto it = d.cm_conns.find(id);
+    if (it == d.cm_conns.end() || it->second.requester || it->second.qp != nullptr) return ENOENT;
+    if (private_data.size() > kCmPrivateDataMax) return EINVAL;
+    detail::Worker& w0 = *d.workers.front();
+    const detail::WorkerControl parked(d, w0);
+    const int e = cm->reject(id, wire::CmReject::consumer, private_data, d.now());
+    w0.loop->kick();
+    if (e == 0) d.cm_conns.erase(it);
+    return e;
+}
+
+int Device::cm_disconnect(std::uint32_t id) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm == nullptr) return EOPNOTSUPP;
+    auto it = d.cm_conns.find(id);
+    if (it == d.cm_conns.end() || it->second.qp == nullptr || it->second.ending) return ENOENT;
+    int e = 0;
+    {
+        detail::Worker& w0 = *d.workers.front();
+        const detail::WorkerControl parked(d, w0);
+        e = cm->disconnect(id, d.now());
+        w0.loop->kick();
+    }
+    if (e != 0) return e;
+    it->second.ending = true;
+    if (it->second.moved) to_err(*it->second.qp);
+    return 0;
+}
+
+std::size_t Device::cm_poll(std::span<CmEvent> out) {
+    detail::DeviceCore& d = *core_;
+    const detail::OwnerScope owner(d);
+    core::ConnManager* cm = manager(d);
+    if (cm != nullptr) {
+        std::vector<core::CmEvent> got;
+        {
+            const detail::WorkerControl parked(d, *d.workers.front());
+            core::CmEvent e;
+            while (cm->poll_event(e)) got.push_back(e);
+        }
+        for (const core::CmEvent& e : got) d.cm_event(e);
+    }
+    const std::size_t n = std::min(out.size(), d.cm_events.size());
+    std::copy_n(d.cm_events.begin(), n, out.begin());
+    d.cm_events.erase(d.cm_events.begin(), d.cm_events.begin() + static_cast<std::ptrdiff_t>(n));
+    return n;
+}
+
+namespace detail {
+
+void DeviceCore::cm_event(const core::CmEvent& e) {
+    core::ConnManager* cm = manager(*this);
+    CmEvent out;
+    out.id = e.id;
+    auto it = cm_conns.find(e.id);
+    auto ended = [&](CmEventType type) {
+        out.type = type;
+        out.reason = reason_of(e.reason);
+        out.local = e.local;
+        if (it != cm_conns.end()) {
+            out.qp = it->second.qp;
+            out.peer = it->second.peer;
+            out.service_id = it->second.service_id;
+            if (it->second.qp != nullptr && it->second.moved && !it->second.ending) to_err(*it->second.qp);
+            cm_conns.erase(it);
+        }
+        if (type == CmEventType::rejected) {
+            out.private_len = e.msg.private_len;
+            out.private_data = e.msg.private_data;
+        }
+        cm_events.push_back(out);
+    };
+    switch (e.kind) {
+        case core::CmEventKind::request: {
+            CmConn c;
+            c.requester = false;
+            c.peer = address_of(e.msg, e.peer);
+            c.service_id = e.msg.service_id;
+            c.request = e;
+            cm_conns[e.id] = c;
+            out.type = CmEventType::connect_request;
+            out.service_id = e.msg.service_id;
+            out.peer = c.peer;
+            out.encryption = encryption_of(e.msg.encryption);
+            out.mtu_bytes = e.msg.mtu;
+            out.private_len = e.msg.private_len;
+            out.private_data = e.msg.private_data;
+            cm_events.push_back(out);
+            return;
+        }
+        case core::CmEventKind::reply: {
+            if (it == cm_conns.end() || it->second.qp == nullptr) return;  // its QP went away meanwhile
+            CmConn& c = it->second;
+            const DeviceAddress peer = address_of(e.msg, e.peer);
+            const std::uint32_t mtu = std::min<std::uint32_t>(e.msg.mtu, c.params.mtu_bytes);
+            int err = e.msg.mtu > c.params.mtu_bytes ? EINVAL : 0;
+            if (err == 0) err = to_rts(*c.qp, c.params, e.msg, peer, mtu, c.psn, c.nonce);
+            if (err != 0) {
+                // The reply names what this end cannot set up: end it at both ends.
+                log::logger().warn("cm: connection {:#x}: the QP cannot take the reply ({}); disconnecting", e.id,
+                                      std::strerror(err));
+                c.moved = true;
+                {
+                    const WorkerControl parked(*this, *workers.front());
+                    (void)cm->disconnect(e.id, now());
+                    workers.front()->loop->kick();
+                }
+                to_err(*c.qp);
+                c.ending = true;
+                out.type = CmEventType::rejected;
+                out.reason = CmReason::invalid;
+                out.local = true;
+                out.qp = c.qp;
+                out.peer = peer;
+                out.service_id = c.service_id;
+                cm_events.push_back(out);
+                return;
+            }
+            c.moved = true;
+            c.peer = peer;
+            {
+                const WorkerControl parked(*this, *workers.front());
+                (void)cm->confirm(e.id, now());
+                workers.front()->loop->kick();
+            }
+            out.type = CmEventType::established;
+            out.qp = c.qp;
+            out.peer = peer;
+            out.service_id = c.service_id;
+            out.private_len = e.msg.private_len;
+            out.private_data = e.msg.private_data;
+            cm_events.push_back(out);
+            return;
+        }
+        case core::CmEventKind::established:
+            if (it == cm_conns.end()) return;
+            out.type = CmEventType::established;
+            out.qp = it->second.qp;
+            out.peer = it->second.peer;
+            out.service_id = it->second.service_id;
+            cm_events.push_back(out);
+            return;
+        case core::CmEventKind::rejected: return ended(CmEventType::rejected);
+        case core::CmEventKind::disconnected: return ended(CmEventType::disconnected);
+        case core::CmEventKind::failed: return ended(CmEventType::unreachable);
+    }
+}
+
+void DeviceCore::cm_forget(const Qp& qp) {
+    core::ConnManager* cm = manager(*this);
+    for (auto it = cm_conns.begin(); it != cm_conns.end();) {
+        if (it->second.qp != &qp) {
+            ++it;
+            continue;
+        }
+        if (cm != nullptr && !it->second.ending) {
+            const WorkerControl parked(*this, *workers.front());
+            (void)cm->disconnect(it->first, now());
+            workers.front()->loop->kick();
+        }
+        it = cm_conns.erase(it);
+    }
+    // Events already queued that name the QP lose it.
+    for (CmEvent& ev : cm_events)
+        if (ev.qp == &qp) ev.qp = nullptr;
+}
+
+}  // namespace detail
+
+}  // namespace omrc
