@@ -101,7 +101,8 @@ run_pair read_lat 8 200 "$LAT_HEADER"
 cm_pair() {  # cm_pair TEST LABEL SIZE EXTRA-OPTIONS...
   local test=$1 label=$2 size=$3; shift 3
   start_server "$test" --planes 2 --stats "$TMP/server.stats" "$@" || { fail "$label: server did not start"; return; }
-  timeout 60 "$PERF" "$test" ::1 -p "$PORT" --planes 2 -s "$size" -n 200 -q 4 --cm --stats "$TMP/client.stats" "$@" \
+  # -t 32: 200 messages over 4 QPs reach every QP (the default 128 outstanding would fill two).
+  timeout 60 "$PERF" "$test" ::1 -p "$PORT" --planes 2 -s "$size" -n 200 -q 4 -t 32 --cm --stats "$TMP/client.stats" "$@" \
     >"$TMP/client.log" 2>&1
   local crc=$?
   wait_server
@@ -114,6 +115,15 @@ cm_pair() {  # cm_pair TEST LABEL SIZE EXTRA-OPTIONS...
     || fail "$label: the client's CM counters"
   json_check "$TMP/server.stats" "d['engine']['cm_frames_sent'] >= 8 and d['engine']['rx_drops']['cm_invalid'] == 0" \
     || fail "$label: the server's CM counters"
+  json_check "$TMP/client.stats" "len(d['qps']) == 4 and all(q['stats']['data_pkts_sent'] > 0 for q in d['qps'])" \
+    || fail "$label: not every QP carried data"
+  if [[ " $* " == *" --encrypt "* ]]; then
+    # Every QP's frames sealed by the client and opened by the server, none refused.
+    json_check "$TMP/client.stats" "all(q['stats']['psp_sealed'] > 0 and q['stats']['psp_opened'] > 0 for q in d['qps'])" \
+      || fail "$label: the client's QPs did not seal and open"
+    json_check "$TMP/server.stats" "all(q['stats']['psp_opened'] > 0 for q in d['qps']) and d['engine']['rx_drops']['psp_bad_tag'] == 0 and d['engine']['rx_drops']['psp_unknown_spi'] == 0" \
+      || fail "$label: the server's QPs did not open every frame"
+  fi
   pass "$label"
 }
 cm_pair write_bw "write_bw --cm --check (4 QPs)" 65536 --check
