@@ -763,8 +763,11 @@ public:
     /// to RTS and the reply is sent; established follows when the requester
     /// confirms. 0, ENOENT (no such request), EINVAL.
     int cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params = {});
-    /// Refuses the connect_request `id` (CmReason::consumer). 0, ENOENT, EINVAL.
-    int cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data = {});
+    /// Refuses the connect_request `id` with `reason`: consumer (the
+    /// application's choice) or no_resources (say, no QP left to accept it
+    /// on). 0, ENOENT, EINVAL (another reason, private data over 64 bytes).
+    int cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data = {},
+                  CmReason reason = CmReason::consumer);
     /// Ends connection `id`: its QP goes to ERR (its outstanding WRs flush)
     /// and the peer is told. 0, ENOENT.
     int cm_disconnect(std::uint32_t id);

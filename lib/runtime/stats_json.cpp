@@ -204,6 +204,27 @@ nlohmann::json engine_json(const core::EngineStats& s, std::uint32_t local_plane
             {"local_plane_mask", local_plane_mask}};
 }
 
+nlohmann::json cm_json(const core::ConnManager& cm) {
+    const core::CmStats& s = cm.stats();
+    static_assert(sizeof(core::CmStats) == 14 * sizeof(std::uint64_t), "CmStats changed: add the new counter here");
+    return {{"live", cm.live()},
+            {"timewait", cm.timewait()},
+            {"rx_messages", s.rx_messages},
+            {"tx_messages", s.tx_messages},
+            {"retransmits", s.retransmits},
+            {"cookies_sent", s.cookies_sent},
+            {"cookies_bad", s.cookies_bad},
+            {"requests", s.requests},
+            {"established", s.established},
+            {"rejects_sent", s.rejects_sent},
+            {"rejects_received", s.rejects_received},
+            {"replays", s.replays},
+            {"duplicates", s.duplicates},
+            {"stray", s.stray},
+            {"timeouts", s.timeouts},
+            {"key_mismatches", s.key_mismatches}};
+}
+
 nlohmann::json qp_json(const core::Qp& qp) {
     const core::QpStats& s = qp.stats;
     nlohmann::json stats = {

@@ -18,6 +18,8 @@ namespace omrc::runtime {
 [[nodiscard]] nlohmann::json engine_json(const core::Engine& engine);
 /// The same for counters summed over a device's engines (one per worker).
 [[nodiscard]] nlohmann::json engine_json(const core::EngineStats& s, std::uint32_t local_plane_mask);
+/// The connection manager (worker 0's): its counters, live and time-wait entries.
+[[nodiscard]] nlohmann::json cm_json(const core::ConnManager& cm);
 /// One QP: identity, state, sender/receiver positions, QpStats, paths and per-EV counters.
 [[nodiscard]] nlohmann::json qp_json(const core::Qp& qp);
 [[nodiscard]] nlohmann::json driver_json(const driver::Driver& drv);

@@ -245,7 +245,7 @@ int Device::cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params) {
     return e;
 }
 
-int Device::cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data) {
+int Device::cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data, CmReason reason) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
     core::ConnManager* cm = manager(d);
@@ -253,9 +253,10 @@ int Device::cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_da
     auto it = d.cm_conns.find(id);
     if (it == d.cm_conns.end() || it->second.requester || it->second.qp != nullptr) return ENOENT;
     if (private_data.size() > kCmPrivateDataMax) return EINVAL;
+    if (reason != CmReason::consumer && reason != CmReason::no_resources) return EINVAL;
     detail::Worker& w0 = *d.workers.front();
     const detail::WorkerControl parked(d, w0);
-    const int e = cm->reject(id, wire::CmReject::consumer, private_data, d.now());
+    const int e = cm->reject(id, static_cast<wire::CmReject>(reason), private_data, d.now());
     w0.loop->kick();
     if (e == 0) d.cm_conns.erase(it);
     return e;

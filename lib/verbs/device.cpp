@@ -480,6 +480,7 @@ std::string Device::stats_json() const {
         }
     }
     doc["planes"] = runtime::planes_summary_json(*w0.queue, live);
+    if (const core::ConnManager* cm = w0.engine->conn_manager()) doc["cm"] = runtime::cm_json(*cm);
     doc["qps"] = std::move(qps);
     // Shared receive queues, by worker and number.
     std::vector<std::uint64_t> srq_keys;
