@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "security/psp_keys.hpp"
 #include "wire/bytes.hpp"
 
 namespace omrc::core {
@@ -28,13 +27,19 @@ CmMessage rej(std::uint32_t src, std::uint32_t dst, CmReject reason) {
 
 }  // namespace
 
-ConnManager::ConnManager(const CmLimits& limits, std::uint64_t seed, CmKeys* keys)
-    : limits_(limits), rng_(seed), keys_(keys) {
-    for (std::size_t i = 0; i < cookie_secret_.size(); i += 8) {
-        const std::uint64_t r = rng_.next();
-        std::memcpy(cookie_secret_.data() + i, &r, 8);
+namespace {
+std::array<std::uint8_t, 32> secret_from(Rng& rng) {
+    std::array<std::uint8_t, 32> s{};
+    for (std::size_t i = 0; i < s.size(); i += 8) {
+        const std::uint64_t r = rng.next();
+        std::memcpy(s.data() + i, &r, 8);
     }
+    return s;
 }
+}  // namespace
+
+ConnManager::ConnManager(const CmLimits& limits, std::uint64_t seed, CmKeys* keys)
+    : limits_(limits), rng_(seed), keys_(keys), cookie_secret_(secret_from(rng_)), cookie_mac_(cookie_secret_) {}
 
 int ConnManager::listen(std::uint64_t service_id, const CmListen& how) {
     if (listener(service_id) != nullptr) return EADDRINUSE;
@@ -108,21 +113,47 @@ void ConnManager::event(CmEventKind kind, const Conn& c, CmReject reason, bool l
 void ConnManager::end(std::uint32_t id, TimeNs now) {
     auto it = std::find_if(conns_.begin(), conns_.end(), [&](const Conn& c) { return c.id == id; });
     if (it == conns_.end()) return;
-    if (timewait_.size() >= limits_.max_timewait) timewait_.pop_front();
-    timewait_.push_back({it->peer, it->peer_id, it->id, now + limits_.timewait_ns});
+    if (limits_.max_timewait > 0) {
+        if (timewait_ids_.size() >= limits_.max_timewait) drop_oldest_timewait();
+        const TimeWait t{it->peer, it->peer_id, it->id, now + limits_.timewait_ns};
+        timewait_ids_[t.id] = t;
+        timewait_order_.push_back(t.id);
+        timewait_peers_[PeerKey{t.peer, t.peer_id}] = t.until;
+    }
     conns_.erase(it);
 }
 
+void ConnManager::drop_oldest_timewait() {
+    const std::uint32_t id = timewait_order_.front();
+    timewait_order_.pop_front();
+    auto it = timewait_ids_.find(id);
+    if (it == timewait_ids_.end()) return;
+    // The peer index keeps the latest entry of that peer's end: only this one's own goes.
+    auto p = timewait_peers_.find(PeerKey{it->second.peer, it->second.peer_id});
+    if (p != timewait_peers_.end() && p->second == it->second.until) timewait_peers_.erase(p);
+    timewait_ids_.erase(it);
+}
+
+std::size_t ConnManager::PeerKeyHash::operator()(const PeerKey& k) const noexcept {
+    // The address's two halves and the id, mixed (splitmix64's finaliser).
+    std::uint64_t h = wire::load_be64(k.peer.data()) ^ (wire::load_be64(k.peer.data() + 8) * 0x9E3779B97F4A7C15ull) ^
+                      (static_cast<std::uint64_t>(k.peer_id) << 17);
+    h ^= h >> 30;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 27;
+    h *= 0x94D049BB133111EBull;
+    h ^= h >> 31;
+    return static_cast<std::size_t>(h);
+}
+
 bool ConnManager::in_timewait(const wire::Ipv6Addr& peer, std::uint32_t peer_id, TimeNs now) const noexcept {
-    for (const TimeWait& t : timewait_)
-        if (t.peer_id == peer_id && t.until > now && t.peer == peer) return true;
-    return false;
+    auto it = timewait_peers_.find(PeerKey{peer, peer_id});
+    return it != timewait_peers_.end() && it->second > now;
 }
 
 const ConnManager::TimeWait* ConnManager::timewait_of(std::uint32_t id) const noexcept {
-    for (const TimeWait& t : timewait_)
-        if (t.id == id) return &t;
-    return nullptr;
+    auto it = timewait_ids_.find(id);
+    return it != timewait_ids_.end() ? &it->second : nullptr;
 }
 
 std::array<std::uint8_t, 13> ConnManager::check_context(const CmMessage& m) noexcept {
@@ -142,7 +173,7 @@ void ConnManager::make_cookie(const wire::Ipv6Addr& from, const CmMessage& req, 
     wire::store_be64(data + 24, req.service_id);
     wire::store_be32(data + 32, req.qpn);
     wire::store_be32(out.data(), slot);
-    if (!security::cookie_mac(cookie_secret_, data, std::span(out).subspan(4))) std::fill(out.begin() + 4, out.end(), 0);
+    if (!cookie_mac_.mac(data, std::span(out).subspan(4))) std::fill(out.begin() + 4, out.end(), 0);
 }
 
 bool ConnManager::cookie_ok(const wire::Ipv6Addr& from, const CmMessage& req, TimeNs now) const {
@@ -435,7 +466,11 @@ void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
 }
 
 void ConnManager::on_timer(TimeNs now) {
-    while (!timewait_.empty() && timewait_.front().until <= now) timewait_.pop_front();
+    while (!timewait_order_.empty()) {
+        auto it = timewait_ids_.find(timewait_order_.front());
+        if (it != timewait_ids_.end() && it->second.until > now) break;
+        drop_oldest_timewait();
+    }
     // Collected first: end() changes conns_.
     std::vector<std::uint32_t> due;
     for (const Conn& c : conns_)
@@ -467,7 +502,9 @@ void ConnManager::on_timer(TimeNs now) {
 }
 
 TimeNs ConnManager::next_wakeup() const noexcept {
-    TimeNs t = timewait_.empty() ? kNever : timewait_.front().until;
+    TimeNs t = kNever;
+    if (!timewait_order_.empty())
+        if (auto it = timewait_ids_.find(timewait_order_.front()); it != timewait_ids_.end()) t = it->second.until;
     for (const Conn& c : conns_) t = std::min(t, c.next_ns);
     return t;
 }

@@ -19,10 +19,12 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "core/rng.hpp"
 #include "core/types.hpp"
+#include "security/cookie_mac.hpp"
 #include "wire/cm_msg.hpp"
 #include "wire/ipv6.hpp"
 
@@ -148,7 +150,7 @@ public:
     [[nodiscard]] const CmStats& stats() const noexcept { return stats_; }
     /// Live connections (every state but time-wait).
     [[nodiscard]] std::size_t live() const noexcept { return conns_.size(); }
-    [[nodiscard]] std::size_t timewait() const noexcept { return timewait_.size(); }
+    [[nodiscard]] std::size_t timewait() const noexcept { return timewait_ids_.size(); }
     /// The REQ (responder) or REP (requester) a live connection got from its peer; null when none yet.
     [[nodiscard]] const wire::CmMessage* peer_message(std::uint32_t id) const noexcept;
 
@@ -179,6 +181,15 @@ private:
         std::uint32_t id = 0;
         TimeNs until = 0;
     };
+    /// A peer's end of a connection: its address and its id.
+    struct PeerKey {
+        wire::Ipv6Addr peer{};
+        std::uint32_t peer_id = 0;
+        bool operator==(const PeerKey&) const = default;
+    };
+    struct PeerKeyHash {
+        std::size_t operator()(const PeerKey& k) const noexcept;
+    };
 
     Conn* find(std::uint32_t id) noexcept;
     Conn* find_peer(const wire::Ipv6Addr& peer, std::uint32_t peer_id) noexcept;
@@ -191,6 +202,7 @@ private:
     void event(CmEventKind kind, const Conn& c, wire::CmReject reason = wire::CmReject::none, bool local = false,
                const wire::CmMessage* msg = nullptr);
     bool in_timewait(const wire::Ipv6Addr& peer, std::uint32_t peer_id, TimeNs now) const noexcept;
+    void drop_oldest_timewait();
     const TimeWait* timewait_of(std::uint32_t id) const noexcept;
     void make_cookie(const wire::Ipv6Addr& from, const wire::CmMessage& req, std::uint32_t slot,
                      std::array<std::uint8_t, 16>& out) const;
@@ -203,9 +215,16 @@ private:
     Rng rng_;
     CmKeys* keys_;
     std::array<std::uint8_t, 32> cookie_secret_{};
+    mutable security::CookieMac cookie_mac_;  ///< keyed with cookie_secret_ once (make_cookie is const)
     std::vector<Listener> listeners_;
     std::vector<Conn> conns_;
-    std::deque<TimeWait> timewait_;
+    // Time-wait: the entries by our id, the same ids oldest first (every
+    // entry lasts timewait_ns, so this is also expiry order), and the latest
+    // expiry by the peer's end. A REQ from a flood looks up the peer index
+    // once instead of scanning up to max_timewait entries.
+    std::unordered_map<std::uint32_t, TimeWait> timewait_ids_;
+    std::deque<std::uint32_t> timewait_order_;
+    std::unordered_map<PeerKey, TimeNs, PeerKeyHash> timewait_peers_;
     std::deque<CmOutgoing> out_;
     std::deque<CmEvent> events_;
     CmStats stats_{};

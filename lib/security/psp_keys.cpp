@@ -88,18 +88,4 @@ bool parse_master_key(std::string_view hex, MasterKey& out) noexcept {
     return true;
 }
 
-bool cookie_mac(std::span<const std::uint8_t, 32> secret, std::span<const std::uint8_t> data,
-                std::span<std::uint8_t> out) {
-    if (out.size() > 32) return false;
-    std::uint8_t full[32];
-    std::size_t len = 0;
-    if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, secret.data(), secret.size(), data.data(), data.size(),
-                  full, sizeof full, &len) == nullptr ||
-        len != sizeof full)
-        return false;
-    std::memcpy(out.data(), full, out.size());
-    wipe(full, sizeof full);
-    return true;
-}
-
 }  // namespace omrc::security

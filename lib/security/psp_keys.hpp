@@ -51,12 +51,6 @@ bool connection_master_key(const MasterKey& receiver_master, std::span<const std
 bool cm_key_check(const MasterKey& connection_master, std::span<const std::uint8_t> context,
                   std::span<std::uint8_t, 16> out);
 
-/// A connection manager's cookie MAC (docs/PROTOCOL.md §13.5): the first
-/// out.size() (≤ 32) bytes of HMAC-SHA-256 of `data` under `secret`, from
-/// OpenSSL. False only when OpenSSL fails.
-bool cookie_mac(std::span<const std::uint8_t, 32> secret, std::span<const std::uint8_t> data,
-                std::span<std::uint8_t> out);
-
 /// Overwrites `n` bytes with zeros in a way the compiler may not remove
 /// (OpenSSL's cleanse): for keys about to go out of scope.
 void wipe(void* p, std::size_t n) noexcept;

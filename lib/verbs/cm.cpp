@@ -9,6 +9,8 @@
 #include <cstring>
 #include <random>
 
+#include <openssl/rand.h>
+
 #include "log/log.hpp"
 #include "verbs/device_core.hpp"
 
@@ -42,18 +44,24 @@ DeviceAddress address_of(const wire::CmMessage& m, const wire::Ipv6Addr& from) {
     return a;
 }
 
-/// Key nonces and first PSNs: from the operating system's entropy (they are
-/// this layer's, not the sans-IO engine's).
-std::array<std::uint8_t, 16> random_nonce() {
+/// Key nonces and first PSNs: from OpenSSL's CSPRNG, seeded by the
+/// operating system (this layer's randomness, not the sans-IO engine's).
+/// std::random_device stands in only if OpenSSL fails.
+void random_bytes(std::uint8_t* out, std::size_t n) {
+    if (RAND_bytes(out, static_cast<int>(n)) == 1) return;
     std::random_device rd;
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(rd());
+}
+std::array<std::uint8_t, 16> random_nonce() {
     std::array<std::uint8_t, 16> n{};
-    for (std::size_t i = 0; i < n.size(); i += 4) {
-        const std::uint32_t v = rd();
-        for (std::size_t k = 0; k < 4; ++k) n[i + k] = static_cast<std::uint8_t>(v >> (8 * k));
-    }
+    random_bytes(n.data(), n.size());
     return n;
 }
-std::uint32_t random_psn() { return std::random_device{}() & 0xFFFFFF; }
+std::uint32_t random_psn() {
+    std::uint8_t b[3];
+    random_bytes(b, sizeof b);
+    return static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 | static_cast<std::uint32_t>(b[2]) << 16;
+}
 
 CmReason reason_of(wire::CmReject r) noexcept { return static_cast<CmReason>(static_cast<std::uint16_t>(r)); }
 

@@ -22,9 +22,7 @@
 #include <random>
 
 #include "support/cm_ends.hpp"
-#include "wire/cm_msg.hpp"
-#include "wire/frame.hpp"
-#include "wire/gather_frame.hpp"
+#include "support/forged_cm.hpp"
 
 using namespace omrc;
 using namespace omrc::test::cm;
@@ -84,46 +82,12 @@ struct ForgedFlood final : Actor {
 
 private:
     void send_one(std::uint64_t now) {
-        wire::CmMessage m;
-        m.type = wire::CmType::req;
-        m.src_comm_id = static_cast<std::uint32_t>(rng()) | 1u;
-        m.service_id = kService;
-        m.qpn = static_cast<std::uint32_t>(rng()) & 0xFFFFFFu;
-        m.psn = static_cast<std::uint32_t>(rng()) & 0xFFFFFFu;
-        m.mtu = 4096;
-        m.conn_id = static_cast<std::uint16_t>(rng());
+        const auto plane = static_cast<std::uint8_t>(sent % target.planes);
         // A guessed cookie half of the time (it never verifies), none otherwise.
-        if (sent % 2 == 1)
-            for (auto& b : m.cookie) b = static_cast<std::uint8_t>(rng());
-        m.planes = static_cast<std::uint8_t>(target.planes);
-        for (std::uint32_t p = 0; p < target.planes; ++p) m.macs[p] = loopback::Fabric::mac(endpoint, p);
-        std::array<std::uint8_t, wire::kCmMaxMessage + 4> payload{};
-        std::size_t len = 0;
-        REQUIRE(m.encode(payload, len) == wire::WireError::ok);
-        len += (4 - len % 4) % 4;
-        const std::uint8_t plane = static_cast<std::uint8_t>(sent % target.planes);
-        wire::FrameSpec s;
-        s.eth.src = loopback::Fabric::mac(endpoint, plane);
-        s.eth.dst = target.macs[plane];
-        for (auto& b : s.ip.src) b = static_cast<std::uint8_t>(rng());  // a different forged source each time
-        s.ip.src[0] = 0xfd;
-        s.ip.dst = target.addr;
-        s.ip.hop_limit = 64;
-        s.ev = static_cast<std::uint32_t>(rng()) & 0x0FFF'FFFFu;
-        s.bth.opcode = wire::Opcode::cm;
-        s.bth.dest_qp = wire::kCmQpn;
-        std::vector<std::uint8_t> f(len + 256);
-        std::size_t flen = 0;
-        REQUIRE(wire::build_frame(f, s, std::span(payload.data(), len), flen) == wire::WireError::ok);
-        wire::GatherFrame g;
-        g.plane = plane;
-        g.header_len = 0;
-        g.segment_count = 1;
-        g.segments[0] = {f.data(), static_cast<std::uint32_t>(flen)};
-        g.tail_len = 0;
-        REQUIRE(port->tx_burst(std::span(&g, 1), now) == 1);
+        const auto f = omrc::test::forged_req_frame(rng, target, kService, endpoint, plane, sent % 2 == 1);
+        REQUIRE(omrc::test::send_raw(*port, f, plane, now));
         ++sent;
-        sent_bytes += flen;
+        sent_bytes += f.size();
     }
 };
 

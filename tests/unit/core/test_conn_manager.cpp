@@ -12,6 +12,7 @@
 
 #include "core/conn_manager.hpp"
 #include "core/rng.hpp"
+#include "security/cookie_mac.hpp"
 #include "security/psp_keys.hpp"
 
 using namespace omrc;
