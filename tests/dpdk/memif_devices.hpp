@@ -50,11 +50,12 @@ inline std::string memif_ports(int side, int base) {
     return s;
 }
 
-/// A dpdk device on `ports`, with `extra` driver arguments ("eal" defaults to dpdk_eal_args()).
+/// A dpdk device on `ports`, with `extra` driver arguments ("eal" defaults
+/// to dpdk_eal_args()) and the other options from `o`.
 inline std::unique_ptr<Device> open_dpdk(const std::string& ports, std::uint64_t seed,
-                                         std::map<std::string, std::string, std::less<>> extra = {}) {
+                                         std::map<std::string, std::string, std::less<>> extra = {},
+                                         DeviceOptions o = {}) {
     REQUIRE(dpdk::register_driver() == 0);
-    DeviceOptions o;
     o.args = std::move(extra);
     if (!o.args.count("eal")) o.args["eal"] = dpdk_eal_args();
     o.args["ports"] = ports;
