@@ -565,6 +565,97 @@ uint32_t omrc_srq_worker(const struct omrc_srq* srq);
 int omrc_device_poll_async_events(struct omrc_device* dev, struct omrc_async_event* out, int n);
 
 /* ------------------------------------------------------------------------
+ * Connection manager (docs/PROTOCOL.md section 13; verbs.hpp's Device::cm_*):
+ * QPs connected over the fabric itself, as librdmacm's rdma_connect and
+ * rdma_accept do: the QP parameters (QPN, connection id, first PSN, MTU,
+ * address) and, in encrypted mode, the keys are exchanged by the CM's
+ * messages, with resends, cookies against forged floods, and refusals with
+ * a reason. Events arrive through omrc_cm_poll, after omrc_device_progress. */
+
+enum omrc_cm_event_type {
+    OMRC_CM_EVENT_CONNECT_REQUEST = 0, /* listener: omrc_cm_accept or omrc_cm_reject it */
+    OMRC_CM_EVENT_ESTABLISHED = 1,     /* the QP is in RTS and connected */
+    OMRC_CM_EVENT_REJECTED = 2,        /* refused: reason; local when this end refused */
+    OMRC_CM_EVENT_UNREACHABLE = 3,     /* no answer after every resend */
+    OMRC_CM_EVENT_DISCONNECTED = 4,    /* the connection ended; its QP is in ERR */
+};
+
+enum omrc_cm_reason {
+    OMRC_CM_REASON_NONE = 0,
+    OMRC_CM_REASON_NO_LISTENER = 1,
+    OMRC_CM_REASON_CONSUMER = 2,             /* the application refused it */
+    OMRC_CM_REASON_BUSY = 3,                 /* the listener's backlog is full */
+    OMRC_CM_REASON_PEER_LIMIT = 4,           /* too many pending requests from this address */
+    OMRC_CM_REASON_NO_RESOURCES = 5,         /* no QP, or too many connections */
+    OMRC_CM_REASON_SECURITY_REQUIRED = 6,    /* a plain request to an encryption-only listener */
+    OMRC_CM_REASON_SECURITY_UNAVAILABLE = 7, /* no master key for the encryption asked */
+    OMRC_CM_REASON_KEY_MISMATCH = 8,         /* the two ends hold different keys */
+    OMRC_CM_REASON_STALE = 9,
+    OMRC_CM_REASON_TIMEOUT = 10,
+    OMRC_CM_REASON_INVALID = 11,
+};
+
+#define OMRC_CM_PRIVATE_DATA_MAX 64
+
+struct omrc_cm_event {
+    int type;            /* enum omrc_cm_event_type */
+    int reason;          /* enum omrc_cm_reason */
+    uint32_t id;         /* the connection (omrc_cm_connect's id, or the request's) */
+    struct omrc_qp* qp;  /* the connection's QP; NULL for CONNECT_REQUEST */
+    uint64_t service_id;
+    struct omrc_device_address peer; /* the other end's device */
+    bool local;          /* REJECTED: this end refused */
+    enum omrc_encryption encryption; /* CONNECT_REQUEST: what the requester asks */
+    uint32_t mtu_bytes;  /* CONNECT_REQUEST: the requester's offer */
+    uint8_t private_len; /* the REQ's, REP's (ESTABLISHED) or REJ's private data */
+    uint8_t private_data[OMRC_CM_PRIVATE_DATA_MAX];
+};
+
+struct omrc_cm_listen_options {
+    uint32_t backlog;        /* requests not yet accepted or rejected, at most (then BUSY) */
+    uint32_t per_peer;       /* pending requests per peer address, at most (then PEER_LIMIT) */
+    bool cookies;            /* every request answered with a cookie first (else only under load) */
+    bool require_encryption; /* refuse plain requests (SECURITY_REQUIRED) */
+};
+void omrc_cm_listen_options_init(struct omrc_cm_listen_options* o); /* verbs.hpp's defaults */
+
+/* How a QP is set up by omrc_cm_connect and omrc_cm_accept. */
+struct omrc_cm_conn_params {
+    uint64_t service_id;              /* connect: the service to connect to */
+    struct omrc_device_address peer;  /* connect: omrc_device_get_address() of the device to connect to */
+    uint32_t qp_access_flags;         /* OMRC_ACCESS_* the peer may use */
+    uint32_t mtu_bytes;               /* offered (connect) or the most taken (accept) */
+    enum omrc_encryption encryption;  /* connect: asked; accept: must be what was asked */
+    uint8_t private_len;              /* <= OMRC_CM_PRIVATE_DATA_MAX */
+    uint8_t private_data[OMRC_CM_PRIVATE_DATA_MAX];
+    /* The rest of the QP's attributes (path policy, EVs, timeouts, CC, RNR
+     * and READ limits); the fields above and the peer's override it. */
+    struct omrc_qp_attr qp_attr;
+};
+void omrc_cm_conn_params_init(struct omrc_cm_conn_params* p); /* verbs.hpp's defaults */
+
+/* Listens on service_id (options NULL: the defaults). 0, EADDRINUSE, EINVAL,
+ * EOPNOTSUPP (the device runs no connection manager). */
+int omrc_cm_listen(struct omrc_device* dev, uint64_t service_id, const struct omrc_cm_listen_options* options);
+/* 0, ENOENT. Requests already reported stay. */
+int omrc_cm_unlisten(struct omrc_device* dev, uint64_t service_id);
+/* Connects qp (RESET or INIT) to params->peer's service; the connection's id
+ * to *id. 0, EINVAL (a QP past INIT, bad parameters, encryption without a
+ * master key), ENOMEM (too many connections). */
+int omrc_cm_connect(struct omrc_qp* qp, const struct omrc_cm_conn_params* params, uint32_t* id);
+/* Accepts CONNECT_REQUEST id on qp (RESET or INIT; params NULL: the
+ * defaults): the QP goes to RTS. 0, ENOENT (no such request), EINVAL. */
+int omrc_cm_accept(struct omrc_device* dev, uint32_t id, struct omrc_qp* qp, const struct omrc_cm_conn_params* params);
+/* Refuses CONNECT_REQUEST id with reason OMRC_CM_REASON_CONSUMER or
+ * NO_RESOURCES and len (<= OMRC_CM_PRIVATE_DATA_MAX) bytes of private data
+ * (NULL with len 0: none). 0, ENOENT, EINVAL. */
+int omrc_cm_reject(struct omrc_device* dev, uint32_t id, const uint8_t* private_data, size_t len, int reason);
+/* Ends connection id: its QP goes to ERR and the peer is told. 0, ENOENT. */
+int omrc_cm_disconnect(struct omrc_device* dev, uint32_t id);
+/* Moves up to n events, oldest first, into out; how many, or -EINVAL. */
+int omrc_cm_poll(struct omrc_device* dev, struct omrc_cm_event* out, int n);
+
+/* ------------------------------------------------------------------------
  * Library */
 
 /* "MAJOR.MINOR.PATCH" of the linked library. */

@@ -21,6 +21,8 @@ struct omrc_device {
     std::uint32_t live_cqs = 0;
     /// Live SRQ handles by their verbs object, for the async events that name them.
     std::unordered_map<const omrc::Srq*, omrc_srq*> srqs;
+    /// Live QP handles by their verbs object, for the CM events that name them.
+    std::unordered_map<const omrc::Qp*, omrc_qp*> qps;
 };
 
 struct omrc_pd {

@@ -66,6 +66,7 @@ int omrc_qp_create(struct omrc_pd* pd, const struct omrc_qp_init_attr* attr, str
         ++pd->live_qps;
         ++attr->send_cq->live_qps;
         ++attr->recv_cq->live_qps;
+        pd->dev->qps[handle->qp.get()] = handle.get();
         *out = handle.release();
         return 0;
     });
@@ -74,6 +75,7 @@ int omrc_qp_create(struct omrc_pd* pd, const struct omrc_qp_init_attr* attr, str
 int omrc_qp_destroy(struct omrc_qp* qp) {
     if (qp == nullptr) return EINVAL;
     return guarded("omrc_qp_destroy", [&] {
+        qp->pd->dev->qps.erase(qp->qp.get());
         qp->qp.reset();
         --qp->pd->live_qps;
         --qp->send_cq->live_qps;

@@ -1024,6 +1024,163 @@ out:
     free(dst);
 }
 
+/* The connection manager through the C API: a QP connects to a service of
+ * its own device (the CM's messages loop through the loopback fabric), the
+ * listener accepts with its buffer's address and rkey as private data, a
+ * WRITE lands, a disconnect ends both; refusals and bad arguments. */
+static int cm_wait(struct solo* s, struct omrc_cm_event* ev, int want_type, uint32_t id) {
+    long pass;
+    for (pass = 0; pass < 1000000; ++pass) {
+        uint64_t next;
+        int n;
+        if (omrc_device_progress(s->dev) < 0) return 0;
+        n = omrc_cm_poll(s->dev, ev, 1);
+        if (n < 0) return 0;
+        if (n == 1 && ev->type == want_type && (id == 0 || ev->id == id)) return 1;
+        if (n == 1) continue;
+        next = omrc_device_next_wakeup_ns(s->dev);
+        if (next == UINT64_MAX) return 0;
+        if (next > s->now_ns) s->now_ns = next;
+    }
+    return 0;
+}
+
+static void test_cm(void) {
+    enum { kBytes = 64 * 1024 };
+    const uint64_t service = 0x4F4D5243000000C1ull;
+    struct solo s;
+    struct omrc_pd* pd = NULL;
+    struct omrc_cq* cq = NULL;
+    struct omrc_qp* a = NULL;
+    struct omrc_qp* b = NULL;
+    struct omrc_qp* c = NULL;
+    struct omrc_mr* smr = NULL;
+    struct omrc_mr* dmr = NULL;
+    struct omrc_qp_init_attr init;
+    struct omrc_cm_listen_options lo;
+    struct omrc_cm_conn_params p;
+    struct omrc_cm_conn_params acc;
+    struct omrc_cm_event ev;
+    struct omrc_sge sge;
+    struct omrc_send_wr wr;
+    struct omrc_wc wc;
+    unsigned char* src = malloc(kBytes);
+    unsigned char* dst = calloc(1, kBytes);
+    uint32_t id_a = 0, id_b = 0, id_c = 0, rkey = 0;
+    uint64_t raddr = 0;
+    size_t i;
+    const uint8_t why[2] = {7, 9};
+
+    CHECK(src != NULL && dst != NULL);
+    if (src == NULL || dst == NULL) goto out;
+    for (i = 0; i < kBytes; ++i) src[i] = (unsigned char)(i * 29 + 3);
+    CHECK_EQ(solo_open(&s, "4"), 0);
+    if (s.dev == NULL) goto out;
+    CHECK_EQ(omrc_pd_alloc(s.dev, &pd), 0);
+    CHECK_EQ(omrc_cq_create(s.dev, 64, &cq), 0);
+    omrc_qp_init_attr_init(&init);
+    init.send_cq = cq;
+    init.recv_cq = cq;
+    CHECK_EQ(omrc_qp_create(pd, &init, &a), 0);
+    CHECK_EQ(omrc_qp_create(pd, &init, &b), 0);
+    CHECK_EQ(omrc_qp_create(pd, &init, &c), 0);
+    CHECK_EQ(omrc_mr_reg(pd, src, kBytes, OMRC_ACCESS_LOCAL_WRITE, &smr), 0);
+    CHECK_EQ(omrc_mr_reg(pd, dst, kBytes, OMRC_ACCESS_LOCAL_WRITE | OMRC_ACCESS_REMOTE_WRITE, &dmr), 0);
+    if (a == NULL || b == NULL || c == NULL || smr == NULL || dmr == NULL) goto out;
+
+    omrc_cm_listen_options_init(&lo);
+    CHECK_EQ(lo.backlog, 128);
+    CHECK(lo.cookies);
+    CHECK_EQ(omrc_cm_listen(NULL, service, &lo), EINVAL);
+    CHECK_EQ(omrc_cm_listen(s.dev, service, &lo), 0);
+    CHECK_EQ(omrc_cm_listen(s.dev, service, NULL), EADDRINUSE);
+
+    omrc_cm_conn_params_init(&p);
+    CHECK_EQ(p.mtu_bytes, 4096);
+    CHECK_EQ(p.encryption, OMRC_ENCRYPTION_DEVICE_DEFAULT);
+    p.service_id = service;
+    CHECK_EQ(omrc_device_get_address(s.dev, &p.peer), 0);
+    p.private_len = OMRC_CM_PRIVATE_DATA_MAX + 1;
+    CHECK_EQ(omrc_cm_connect(a, &p, &id_a), EINVAL);
+    p.private_len = 0;
+    CHECK_EQ(omrc_cm_connect(a, NULL, &id_a), EINVAL);
+    CHECK_EQ(omrc_cm_connect(a, &p, &id_a), 0);
+
+    /* The request: accepted on b with dst's address and rkey. */
+    CHECK(cm_wait(&s, &ev, OMRC_CM_EVENT_CONNECT_REQUEST, 0));
+    CHECK_EQ(ev.service_id, service);
+    CHECK(ev.qp == NULL);
+    id_b = ev.id;
+    omrc_cm_conn_params_init(&acc);
+    raddr = (uint64_t)(uintptr_t)dst;
+    rkey = omrc_mr_rkey(dmr);
+    memcpy(acc.private_data, &raddr, 8);
+    memcpy(acc.private_data + 8, &rkey, 4);
+    acc.private_len = 12;
+    CHECK_EQ(omrc_cm_reject(s.dev, id_b, NULL, 0, OMRC_CM_REASON_BUSY), EINVAL); /* not a reason to give */
+    CHECK_EQ(omrc_cm_accept(s.dev, id_b, b, &acc), 0);
+    CHECK_EQ(omrc_qp_get_state(b), OMRC_QPS_RTS);
+    CHECK(cm_wait(&s, &ev, OMRC_CM_EVENT_ESTABLISHED, id_a));
+    CHECK(ev.qp == a);
+    CHECK_EQ(ev.private_len, 12);
+    CHECK(memcmp(ev.private_data, acc.private_data, 12) == 0);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_RTS);
+
+    /* A WRITE on the connection. */
+    memset(&wr, 0, sizeof wr);
+    sge.addr = (uint64_t)(uintptr_t)src;
+    sge.length = kBytes;
+    sge.lkey = omrc_mr_lkey(smr);
+    wr.wr_id = 41;
+    wr.opcode = OMRC_WR_RDMA_WRITE;
+    wr.send_flags = OMRC_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    memcpy(&wr.remote_addr, ev.private_data, 8);
+    memcpy(&wr.rkey, ev.private_data + 8, 4);
+    CHECK_EQ(omrc_qp_post_send(a, &wr, 1, NULL), 0);
+    CHECK_EQ(solo_poll(&s, cq, &wc, 1), 1);
+    CHECK_EQ(wc.wr_id, 41);
+    CHECK_EQ(wc.status, OMRC_WC_SUCCESS);
+    CHECK(memcmp(src, dst, kBytes) == 0);
+
+    /* A second request, refused with private data. */
+    CHECK_EQ(omrc_cm_connect(c, &p, &id_c), 0);
+    CHECK(cm_wait(&s, &ev, OMRC_CM_EVENT_CONNECT_REQUEST, 0));
+    CHECK_EQ(omrc_cm_reject(s.dev, ev.id, why, sizeof why, OMRC_CM_REASON_NO_RESOURCES), 0);
+    CHECK_EQ(omrc_cm_reject(s.dev, ev.id, why, sizeof why, OMRC_CM_REASON_CONSUMER), ENOENT);
+    CHECK(cm_wait(&s, &ev, OMRC_CM_EVENT_REJECTED, id_c));
+    CHECK_EQ(ev.reason, OMRC_CM_REASON_NO_RESOURCES);
+    CHECK(ev.qp == c);
+    CHECK_EQ(ev.private_len, 2);
+    CHECK_EQ(ev.private_data[1], 9);
+    CHECK_EQ(omrc_qp_get_state(c), OMRC_QPS_INIT);
+
+    /* The end: both sides told, both QPs in ERR. */
+    CHECK_EQ(omrc_cm_disconnect(s.dev, id_a), 0);
+    CHECK_EQ(omrc_cm_disconnect(s.dev, id_a), ENOENT);
+    CHECK(cm_wait(&s, &ev, OMRC_CM_EVENT_DISCONNECTED, id_b));
+    CHECK(ev.qp == b);
+    CHECK_EQ(omrc_qp_get_state(b), OMRC_QPS_ERR);
+    CHECK_EQ(omrc_qp_get_state(a), OMRC_QPS_ERR);
+    CHECK_EQ(omrc_cm_unlisten(s.dev, service), 0);
+    CHECK_EQ(omrc_cm_unlisten(s.dev, service), ENOENT);
+    CHECK_EQ(omrc_cm_poll(s.dev, NULL, 1), -EINVAL);
+    CHECK_EQ(omrc_cm_poll(NULL, &ev, 1), -EINVAL);
+
+out:
+    if (dmr != NULL) CHECK_EQ(omrc_mr_dereg(dmr), 0);
+    if (smr != NULL) CHECK_EQ(omrc_mr_dereg(smr), 0);
+    if (c != NULL) CHECK_EQ(omrc_qp_destroy(c), 0);
+    if (b != NULL) CHECK_EQ(omrc_qp_destroy(b), 0);
+    if (a != NULL) CHECK_EQ(omrc_qp_destroy(a), 0);
+    if (cq != NULL) CHECK_EQ(omrc_cq_destroy(cq), 0);
+    if (pd != NULL) CHECK_EQ(omrc_pd_dealloc(pd), 0);
+    if (s.dev != NULL) CHECK_EQ(omrc_device_close(s.dev), 0);
+    free(src);
+    free(dst);
+}
+
 int main(void) {
     test_open_errors();
     test_open_config();
@@ -1036,6 +1193,7 @@ int main(void) {
     test_encryption();
     test_strings();
     test_workers();
+    test_cm();
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
