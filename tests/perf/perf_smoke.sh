@@ -5,10 +5,12 @@
 # and the JSON report; the in-process loopback mode; devices from
 # configuration files (examples/configs/); and that a client facing no
 # server, a server that is not omrc-perf, or a silent one, and a bad
-# configuration file fail quickly.
-# Usage: perf_smoke.sh <omrc-perf>
+# configuration file fail quickly. Given omrc-pcap, also its opening of an
+# encrypted --cm capture (and tshark's dissector on what it wrote).
+# Usage: perf_smoke.sh <omrc-perf> [<omrc-pcap>]
 set -uo pipefail
-PERF=${1:?usage: perf_smoke.sh <omrc-perf>}
+PERF=${1:?usage: perf_smoke.sh <omrc-perf> [<omrc-pcap>]}
+PCAPTOOL=${2:-}
 CONFIGS=$(cd "$(dirname "$0")/../../examples/configs" && pwd)
 TMP=$(mktemp -d)
 PIDS=()
@@ -131,6 +133,45 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/master.key"
 cm_pair write_bw "write_bw --cm --encrypt aes-gcm-256 --check (4 QPs)" 65536 --check --encrypt aes-gcm-256 \
   --master-key-file "$TMP/master.key"
 cm_pair send_bw "send_bw --cm --check (4 QPs)" 4096 --check
+
+# An encrypted --cm transfer captured at the server (--pcap: every frame it
+# sends and receives), opened by omrc-pcap with the master key file: every
+# sealed frame opens (the connection keys from the nonces of the captured
+# REQs and REPs), none without the key or with another; the capture written
+# again in plain form parses whole, and the dissector shows its WRITEs.
+if [[ -n $PCAPTOOL ]]; then
+  if start_server write_bw --planes 2 --encrypt aes-gcm-256 --master-key-file "$TMP/master.key" --pcap "$TMP/sealed.pcap" &&
+     timeout 60 "$PERF" write_bw ::1 -p "$PORT" --planes 2 -s 8192 -n 50 -q 2 -t 8 --cm --check --encrypt aes-gcm-256 \
+       --master-key-file "$TMP/master.key" >"$TMP/client.log" 2>&1 && wait_server; then
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/other.key"
+    "$PCAPTOOL" -q --json "$TMP/sealed.pcap" | tail -1 >"$TMP/nokey.json"
+    "$PCAPTOOL" -q --json "$TMP/sealed.pcap" --master-key-file "$TMP/other.key" | tail -1 >"$TMP/wrongkey.json"
+    "$PCAPTOOL" -q --json "$TMP/sealed.pcap" --master-key-file "$TMP/master.key" --write-opened "$TMP/opened.pcap" |
+      tail -1 >"$TMP/key.json"
+    "$PCAPTOOL" -q --json "$TMP/opened.pcap" | tail -1 >"$TMP/opened.json"
+    json_check "$TMP/nokey.json" "d['summary']['sealed'].get('no_key', 0) > 50 and list(d['summary']['sealed']) == ['no_key']" \
+      || fail "omrc-pcap without a key: $(cat "$TMP/nokey.json")"
+    json_check "$TMP/wrongkey.json" "list(d['summary']['sealed']) == ['bad_tag']" \
+      || fail "omrc-pcap with another key: $(cat "$TMP/wrongkey.json")"
+    json_check "$TMP/key.json" "list(d['summary']['sealed']) == ['opened'] and d['summary']['not_parsed'] == 0 and d['summary']['icrc_ok'] == d['summary']['frames'] and d['summary']['opcodes']['WRITE_FIRST']['frames'] > 0 and d['summary']['opcodes']['CM']['frames'] > 0" \
+      || fail "omrc-pcap with the key: $(cat "$TMP/key.json")"
+    json_check "$TMP/opened.json" "d['summary']['sealed'] == {} and d['summary']['not_parsed'] == 0 and d['summary']['icrc_ok'] == d['summary']['frames']" \
+      || fail "omrc-pcap on the opened capture: $(cat "$TMP/opened.json")"
+    if command -v tshark >/dev/null 2>&1 && tshark -v 2>/dev/null | grep -q 'with Lua'; then
+      lua=$(cd "$(dirname "$0")/../../tools/wireshark" && pwd)/omrc.lua
+      WIRESHARK_CONFIG_DIR=$TMP/ws tshark -n -X "lua_script:$lua" -r "$TMP/opened.pcap" -Y 'omrc.opcode == 0xc6' \
+        -T fields -e omrc.reth.rkey -e omrc_psp.spi 2>/dev/null >"$TMP/tshark.txt"
+      if [[ -s $TMP/tshark.txt ]] && awk -F'\t' '$1 == "" || $2 != "" { bad = 1 } END { exit bad }' "$TMP/tshark.txt"; then
+        pass "omrc-pcap --write-opened: tshark's dissector shows the WRITEs' RETH, no PSP header left"
+      else
+        fail "tshark on the opened capture: $(head -3 "$TMP/tshark.txt")"
+      fi
+    fi
+    pass "omrc-pcap --master-key-file: an encrypted --cm capture opened"
+  else
+    fail "the encrypted --cm capture run"; cat "$TMP/client.log" "$TMP/server.log" >&2
+  fi
+fi
 
 # Both ends in one process over the loopback driver.
 if timeout 60 "$PERF" write_bw --driver loopback -n 100 -s 4096 >"$TMP/lo.log" 2>&1 && grep -Eq "^ 4096 +100 " "$TMP/lo.log"; then

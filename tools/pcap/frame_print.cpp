@@ -267,6 +267,7 @@ std::string frame_text(const FrameRecord& r, const PrintOptions& opts) {
     Out o(line);
     fmt::format_to(o, "{:>6} {:>11.6f} {:>5}B", r.number, static_cast<double>(r.rel_time_ns) / 1e9, r.wire_bytes);
     if (r.captured_bytes < r.wire_bytes) fmt::format_to(o, " captured={}", r.captured_bytes);
+    if (r.seal != SealStatus::plain) fmt::format_to(o, " psp spi={:#010x} {}", r.spi, to_string(r.seal));
     if (!r.has_headers) {
         fmt::format_to(o, " error={}", wire::to_string(r.error));
         return line;
@@ -314,6 +315,7 @@ Json frame_json(const FrameRecord& r) {
            {"captured_bytes", r.captured_bytes}};
     j["error"] = r.error == wire::WireError::ok ? Json(nullptr) : Json(std::string(wire::to_string(r.error)));
     j["icrc"] = to_string(r.icrc);
+    if (r.seal != SealStatus::plain) j["psp"] = {{"spi", r.spi}, {"status", to_string(r.seal)}};
     if (!r.has_headers) return j;
     const wire::ParsedFrame& p = r.parsed;
     j["mode"] = p.mode == wire::FrameMode::plain ? "plain" : "srv6";

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 
+#include "decrypt.hpp"
 #include "wire/frame.hpp"
 
 namespace omrc::pcaptool {
@@ -32,6 +33,10 @@ struct FrameRecord {
     /// ICRC and parsed again with the ICRC check off.
     bool has_headers = false;
     IcrcStatus icrc = IcrcStatus::none;
+    /// A sealed frame (encrypted mode): what opening it gave; `parsed` is
+    /// then the opened plain frame's (opened) or nothing (the others).
+    SealStatus seal = SealStatus::plain;
+    std::uint32_t spi = 0;  ///< sealed frames: the PSP SPI
     wire::ParsedFrame parsed{};
 };
 

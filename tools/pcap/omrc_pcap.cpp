@@ -7,6 +7,14 @@
 // opcode and per parse error. --json prints one JSON object per line
 // instead, the summary last as {"summary": {...}}.
 //
+// Sealed frames (encrypted mode) show their SPI and whether they opened:
+// with --master-key-file (the cluster master keys the devices were given:
+// 64 hex digits for key 0, 128 for keys 0 and 1) each is opened as its
+// receiver would (connection keys from the nonces of the capture's REQs and
+// REPs) and the plain frame inside is decoded; --write-opened OUT writes the
+// capture again with every frame that opened in its plain form, for
+// Wireshark's OpenMRC dissector (tools/wireshark/omrc.lua) to show in full.
+//
 // A frame whose only fault is its ICRC is shown with its headers (parsed
 // again with the check off) and error=bad_icrc; it counts as a parse error.
 // A trimmed data packet parses (no ICRC to check) and counts under its opcode.
@@ -24,6 +32,7 @@
 #include <cstdio>
 #include <string>
 
+#include "decrypt.hpp"
 #include "frame_print.hpp"
 #include "frame_record.hpp"
 #include "summary.hpp"
@@ -44,6 +53,8 @@ int main(int argc, char** argv) {
     bool quiet = false;
     bool strict = false;
     bool no_icrc = false;
+    std::string key_file;
+    std::string opened_path;
     omrc::pcaptool::PrintOptions print;
     app.add_option("capture", path, "pcap or pcapng file of Ethernet frames; - reads stdin")->required();
     app.add_flag("--json", json, "one JSON object per frame and line, the summary last ({\"summary\": ...})");
@@ -51,7 +62,21 @@ int main(int argc, char** argv) {
     app.add_flag("--eth", print.eth, "also show the Ethernet source and destination MACs (text)");
     app.add_flag("--no-icrc", no_icrc, "do not verify ICRCs (frames are reported with icrc=unchecked)");
     app.add_flag("--strict", strict, "exit 1 when any frame does not parse");
+    app.add_option("--master-key-file", key_file,
+                   "cluster master keys (64 hex digits: key 0; 128: keys 0 and 1): open the sealed frames");
+    app.add_option("--write-opened", opened_path, "write the capture again, sealed frames that opened in plain form");
     CLI11_PARSE(app, argc, argv);
+
+    std::array<std::optional<omrc::security::MasterKey>, 2> keys;
+    if (!key_file.empty()) {
+        std::string why;
+        if (!omrc::pcaptool::read_master_keys(key_file, keys, why)) {
+            std::fprintf(stderr, "omrc-pcap: --master-key-file %s\n", why.c_str());
+            return 2;
+        }
+    }
+    omrc::pcaptool::Decryptor decryptor(keys);
+    std::vector<std::uint8_t> opened;
 
     char errbuf[PCAP_ERRBUF_SIZE] = {};
     // Nanosecond timestamps: libpcap scales microsecond files up, keeps pcapng's finer ones.
@@ -68,6 +93,12 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    pcap_dumper_t* dumper = nullptr;
+    if (!opened_path.empty() && (dumper = pcap_dump_open(pc, opened_path.c_str())) == nullptr) {
+        std::fprintf(stderr, "omrc-pcap: --write-opened %s: %s\n", opened_path.c_str(), pcap_geterr(pc));
+        pcap_close(pc);
+        return 2;
+    }
     omrc::wire::ParseOptions parse;
     parse.verify_icrc = !no_icrc;
     omrc::pcaptool::Summary summary;
@@ -85,7 +116,16 @@ int main(int argc, char** argv) {
         r.rel_time_ns = static_cast<std::int64_t>(r.time_ns - first_ns);  // wraps to negative for an older frame
         r.wire_bytes = hdr->len;
         r.captured_bytes = hdr->caplen;
-        omrc::pcaptool::decode_frame({data, hdr->caplen}, parse, r);
+        const std::span<const std::uint8_t> bytes(data, hdr->caplen);
+        r.seal = decryptor.open(bytes, opened, r.spi);
+        const bool was_opened = r.seal == omrc::pcaptool::SealStatus::opened;
+        omrc::pcaptool::decode_frame(was_opened ? std::span<const std::uint8_t>(opened) : bytes, parse, r);
+        if (r.has_headers && r.error == omrc::wire::WireError::ok) decryptor.observe(r.parsed);
+        if (dumper != nullptr) {
+            pcap_pkthdr out = *hdr;
+            if (was_opened) out.caplen = out.len = static_cast<bpf_u_int32>(opened.size());
+            pcap_dump(reinterpret_cast<u_char*>(dumper), &out, was_opened ? opened.data() : data);
+        }
         summary.add(r);
         if (quiet) continue;
         put_line(json ? omrc::pcaptool::frame_json(r).dump() : omrc::pcaptool::frame_text(r, print));
@@ -93,6 +133,7 @@ int main(int argc, char** argv) {
     const bool read_error = rc == PCAP_ERROR;
     if (read_error) std::fprintf(stderr, "omrc-pcap: %s: after frame %llu: %s\n", path.c_str(),
                                  static_cast<unsigned long long>(number), pcap_geterr(pc));
+    if (dumper != nullptr) pcap_dump_close(dumper);
     pcap_close(pc);
 
     if (json) {

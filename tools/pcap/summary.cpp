@@ -10,6 +10,7 @@ namespace omrc::pcaptool {
 void Summary::add(const FrameRecord& r) {
     total_.add(r.wire_bytes);
     if (r.captured_bytes < r.wire_bytes) ++snapped_;
+    if (r.seal != SealStatus::plain) ++sealed_[r.seal];
     if (r.error != wire::WireError::ok) {
         errors_[r.error].add(r.wire_bytes);
         return;
@@ -35,6 +36,11 @@ std::string Summary::text() const {
                    total_.frames, total_.wire_bytes, parsed_.frames, icrc_ok_, icrc_unchecked_, trimmed_, rtx_,
                    plain_, srv6_, srh_, not_parsed());
     if (snapped_ != 0) fmt::format_to(o, "{} frames captured shorter than their wire length\n", snapped_);
+    if (!sealed_.empty()) {
+        fmt::format_to(o, "sealed frames:");
+        for (const auto& [st, n] : sealed_) fmt::format_to(o, " {} {}", n, to_string(st));
+        fmt::format_to(o, "\n");
+    }
     fmt::format_to(o, "{:<24} {:>10} {:>14}\n", "opcode", "frames", "bytes");
     for (const auto& [op, t] : opcodes_)
         fmt::format_to(o, "{:<24} {:>10} {:>14}\n", wire::opcode_name(static_cast<wire::Opcode>(op)), t.frames,
@@ -53,6 +59,8 @@ nlohmann::ordered_json Summary::json() const {
     Json opcodes = Json::object();
     for (const auto& [op, t] : opcodes_)
         opcodes[wire::opcode_name(static_cast<wire::Opcode>(op))] = {{"frames", t.frames}, {"wire_bytes", t.wire_bytes}};
+    Json sealed = Json::object();
+    for (const auto& [st, n] : sealed_) sealed[to_string(st)] = n;
     Json errors = Json::object();
     for (const auto& [e, t] : errors_)
         errors[std::string(wire::to_string(e))] = {{"frames", t.frames}, {"wire_bytes", t.wire_bytes}};
@@ -69,6 +77,7 @@ nlohmann::ordered_json Summary::json() const {
                   {"srv6", srv6_},
                   {"srh", srh_},
                   {"snapped", snapped_},
+                  {"sealed", sealed},
                   {"opcodes", opcodes},
                   {"errors", errors}}}};
 }

@@ -46,6 +46,7 @@ private:
     std::uint64_t srv6_ = 0;
     std::uint64_t srh_ = 0;          ///< srv6 frames with an SRH
     std::uint64_t snapped_ = 0;      ///< frames the capture kept shorter than the wire carried
+    std::map<SealStatus, std::uint64_t> sealed_;  ///< sealed frames by what opening them gave
 };
 
 }  // namespace omrc::pcaptool
