@@ -294,10 +294,13 @@ std::size_t Device::cm_poll(std::span<CmEvent> out) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
     core::ConnManager* cm = manager(d);
-    if (cm != nullptr) {
+    detail::Worker& w0 = *d.workers.front();
+    // A worker thread says after each pass whether events wait: without
+    // any, it is not parked (an application polls often).
+    if (cm != nullptr && (!w0.threaded() || w0.cm_events_waiting.load(std::memory_order_acquire))) {
         std::vector<core::CmEvent> got;
         {
-            const detail::WorkerControl parked(d, *d.workers.front());
+            const detail::WorkerControl parked(d, w0);
             core::CmEvent e;
             while (cm->poll_event(e)) got.push_back(e);
         }

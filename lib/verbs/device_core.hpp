@@ -70,6 +70,10 @@ struct Worker final : runtime::CompletionSink, runtime::WorkerThread::Body {
     std::unique_ptr<runtime::SpscQueue<core::Completion>> done;
     std::deque<core::Completion> done_overflow;  ///< worker side: completions `done` had no room for
     std::uint32_t qps = 0;                        ///< live QPs (program thread)
+    /// Threaded worker 0: whether its connection manager held events at the
+    /// end of its last pass, so that Device::cm_poll parks the thread only
+    /// when there is something to take (written by the worker, read by the program).
+    std::atomic<bool> cm_events_waiting{false};
     std::unique_ptr<runtime::WorkerThread> thread;  ///< null: driven by progress()
 
     [[nodiscard]] bool threaded() const noexcept { return thread != nullptr; }

@@ -61,6 +61,8 @@ std::size_t Worker::pass() {
     std::size_t work = submit_posts(now);
     while (!done_overflow.empty() && done->try_push(done_overflow.front())) done_overflow.pop_front();
     work += loop->run_once(now, *this);
+    if (const core::ConnManager* cm = engine->conn_manager(); cm != nullptr)
+        cm_events_waiting.store(cm->has_events(), std::memory_order_release);
     return work;
 }
 
