@@ -11,8 +11,9 @@
 // each (a COOKIE) or, with cookies only under load, takes it as a request
 // until its backlog is half full. The thread's CPU time over the run divided
 // by the setups is `us_per_setup`; `ns_per_forged` is the extra CPU per
-// forged REQ against the run without them (same cookies setting) when both
-// are in the same invocation, otherwise 0.
+// forged REQ against the run without them (same cookies and held settings)
+// when both are in the same invocation, otherwise 0. `held` connections are
+// set up first and stay connected for the run (B's live connections).
 //
 //   build/release/bench/cm_cost --benchmark_format=json
 #include <benchmark/benchmark.h>
@@ -64,8 +65,16 @@ public:
                                                            static_cast<std::uint8_t>(i % 8), i % 2 == 1));
     }
 
-    /// One connect/accept/disconnect; false (with `why`) when it did not complete.
-    bool setup_once(std::uint32_t forged, std::string& why) {
+    /// Connects `n` QPs that stay connected (B's live connections during the run).
+    bool hold(std::uint32_t n, std::string& why) {
+        for (std::uint32_t i = 0; i < n; ++i)
+            if (!setup_once(0, why, true)) return false;
+        return true;
+    }
+
+    /// One connect/accept/disconnect (`keep`: connect/accept only, the QPs
+    /// kept); false (with `why`) when it did not complete.
+    bool setup_once(std::uint32_t forged, std::string& why, bool keep = false) {
         for (std::uint32_t i = 0; i < forged; ++i) {
             const std::size_t k = next_forged_++ % forged_.size();
             if (!omrc::test::send_raw(*flood_, forged_[k], static_cast<std::uint8_t>(k % 8), now_)) {
@@ -108,6 +117,11 @@ public:
             !a_up || !b_up)
             return (why = "setup did not complete"), false;
         forged_requests_ += requests - 1;
+        if (keep) {
+            held_.push_back(std::move(qa));
+            held_.push_back(std::move(qb));
+            return true;
+        }
         if (a_.dev->cm_disconnect(id_a) != 0) return (why = "cm_disconnect"), false;
         bool a_down = false, b_down = false;
         if (!run([&] {
@@ -135,6 +149,7 @@ private:
     }
     End open(std::uint32_t endpoint) {
         DeviceOptions o;
+        o.max_qps = 4096;
         o.driver_context = &fabric_;
         o.args["endpoint"] = std::to_string(endpoint);
         o.seed = 100 + endpoint;
@@ -174,21 +189,27 @@ private:
     loopback::Fabric fabric_;
     End a_, b_;
     std::unique_ptr<driver::Driver> flood_;
+    std::vector<std::unique_ptr<Qp>> held_;  ///< QPs of the connections hold() made (declared after the ends: go first)
     std::vector<std::vector<std::uint8_t>> forged_;
     std::size_t next_forged_ = 0;
     std::uint64_t forged_requests_ = 0;
     std::uint64_t answers_ = 0;
 };
 
-/// us per setup of the forged:0 run, by cookies setting, for ns_per_forged.
-std::map<bool, double> g_base_us;
+/// us per setup of the forged:0 run, by (cookies, held), for ns_per_forged.
+std::map<std::pair<bool, std::uint32_t>, double> g_base_us;
 
 void BM_cm_setup(benchmark::State& st) {
     const bool cookies = st.range(0) != 0;
     const auto forged = static_cast<std::uint32_t>(st.range(1));
+    const auto held = static_cast<std::uint32_t>(st.range(2));
     const std::uint64_t setups = 2000;
     std::uint64_t cpu = 0, done = 0;
     Net net(cookies);
+    if (std::string why; !net.hold(held, why)) {
+        st.SkipWithError(why.c_str());
+        return;
+    }
     for (auto _ : st) {
         std::string why;
         const std::uint64_t t0 = thread_cpu_ns();
@@ -202,11 +223,11 @@ void BM_cm_setup(benchmark::State& st) {
         done += setups;
     }
     const double us = static_cast<double>(cpu) / 1e3 / static_cast<double>(done);
-    if (forged == 0) g_base_us[cookies] = us;
+    if (forged == 0) g_base_us[{cookies, held}] = us;
     st.counters["us_per_setup"] = us;
     st.counters["setups_per_cpu_s"] = 1e6 / us;
     st.counters["ns_per_forged"] =
-        forged > 0 && g_base_us.count(cookies) != 0 ? (us - g_base_us[cookies]) * 1e3 / forged : 0.0;
+        forged > 0 && g_base_us.count({cookies, held}) != 0 ? (us - g_base_us[{cookies, held}]) * 1e3 / forged : 0.0;
     st.counters["forged_taken_as_requests"] = static_cast<double>(net.forged_requests());
     st.counters["answers_to_forged"] = static_cast<double>(net.answers());
 }
@@ -214,11 +235,13 @@ void BM_cm_setup(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_cm_setup)
-    ->Args({1, 0})
-    ->Args({1, 100})
-    ->Args({0, 0})
-    ->Args({0, 100})
-    ->ArgNames({"cookies", "forged"})
+    ->Args({1, 0, 0})
+    ->Args({1, 100, 0})
+    ->Args({0, 0, 0})
+    ->Args({0, 100, 0})
+    ->Args({1, 0, 1000})
+    ->Args({1, 100, 1000})
+    ->ArgNames({"cookies", "forged", "held"})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK_MAIN();

@@ -641,10 +641,12 @@ int omrc_cm_listen(struct omrc_device* dev, uint64_t service_id, const struct om
 int omrc_cm_unlisten(struct omrc_device* dev, uint64_t service_id);
 /* Connects qp (RESET or INIT) to params->peer's service; the connection's id
  * to *id. 0, EINVAL (a QP past INIT, bad parameters, encryption without a
- * master key), ENOMEM (too many connections). */
+ * master key), EBUSY (the QP is in a connection already), ENOMEM (too many
+ * connections). */
 int omrc_cm_connect(struct omrc_qp* qp, const struct omrc_cm_conn_params* params, uint32_t* id);
 /* Accepts CONNECT_REQUEST id on qp (RESET or INIT; params NULL: the
- * defaults): the QP goes to RTS. 0, ENOENT (no such request), EINVAL. */
+ * defaults): the QP goes to RTS. 0, ENOENT (no such request), EINVAL,
+ * EBUSY (the QP is in a connection already). */
 int omrc_cm_accept(struct omrc_device* dev, uint32_t id, struct omrc_qp* qp, const struct omrc_cm_conn_params* params);
 /* Refuses CONNECT_REQUEST id with reason OMRC_CM_REASON_CONSUMER or
  * NO_RESOURCES and len (<= OMRC_CM_PRIVATE_DATA_MAX) bytes of private data

@@ -757,11 +757,13 @@ public:
     /// params.peer: sends the request and returns its id. The QP reaches RTS
     /// when the reply comes (event established), or stays in INIT (rejected,
     /// unreachable). 0, EINVAL (QP state, parameters, encryption without a
-    /// master key), ENOMEM (too many connections).
+    /// master key), EBUSY (the QP is in a connection already), ENOMEM (too
+    /// many connections).
     int cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id);
     /// Accepts the connect_request `id` on `qp` (RESET or INIT): the QP goes
     /// to RTS and the reply is sent; established follows when the requester
-    /// confirms. 0, ENOENT (no such request), EINVAL.
+    /// confirms. 0, ENOENT (no such request), EINVAL, EBUSY (the QP is in a
+    /// connection already).
     int cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params = {});
     /// Refuses the connect_request `id` with `reason`: consumer (the
     /// application's choice) or no_resources (say, no QP left to accept it
@@ -1019,6 +1021,7 @@ private:
     std::uint32_t rq_retired_ = 0;           ///< receive completions collected
     bool peer_known_ = false;                ///< its peer is in the device's endpoint routing
     Ipv6Addr peer_addr_{};
+    std::uint32_t cm_id_ = 0;  ///< the connection manager's connection it was last given to (0: none; may have ended)
 };
 
 }  // namespace omrc

@@ -367,6 +367,26 @@ void ConnManager::on_req(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
         ++stats_.stray;
         return;
     }
+    // Answers a REQ whose cookie does not verify with a fresh one (no state kept).
+    auto send_cookie = [&] {
+        if (m.cookie != std::array<std::uint8_t, 16>{}) ++stats_.cookies_bad;
+        CmMessage ck;
+        ck.type = CmType::cookie;
+        ck.src_comm_id = rng_.next_u32() | 1;
+        ck.dst_comm_id = m.src_comm_id;
+        make_cookie(from, m, static_cast<std::uint32_t>(now / limits_.cookie_slot_ns), ck.cookie);
+        send(from, ck, m);
+        ++stats_.cookies_sent;
+    };
+    const Listener* l = listener(m.service_id);
+    // A listener that always wants a cookie checks it first: a flood from
+    // forged addresses then costs one MAC per REQ, never a walk over the
+    // live connections (the duplicate and load checks below).
+    bool cookie_checked = false;
+    if (l != nullptr && l->how.cookies == CmCookies::always) {
+        if (!cookie_ok(from, m, now)) return send_cookie();
+        cookie_checked = true;
+    }
     if (Conn* c = find_peer(from, m.src_comm_id); c != nullptr) {
         // The requester did not get our answer: the REP again (nothing yet
         // to say while the application decides).
@@ -378,7 +398,6 @@ void ConnManager::on_req(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
         ++stats_.replays;
         return;
     }
-    const Listener* l = listener(m.service_id);
     if (l == nullptr) return send_reject(from, m, CmReject::no_listener);
     std::uint32_t pending = 0, of_peer = 0;
     for (const Conn& c : conns_) {
@@ -386,19 +405,8 @@ void ConnManager::on_req(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
         if (c.state == State::req_received && c.service_id == m.service_id) ++pending;
         if (c.peer == from) ++of_peer;
     }
-    const bool want_cookie = l->how.cookies == CmCookies::always ||
-                             (l->how.cookies == CmCookies::under_load && 2 * pending >= l->how.backlog);
-    if (want_cookie && !cookie_ok(from, m, now)) {
-        if (m.cookie != std::array<std::uint8_t, 16>{}) ++stats_.cookies_bad;
-        CmMessage ck;
-        ck.type = CmType::cookie;
-        ck.src_comm_id = rng_.next_u32() | 1;
-        ck.dst_comm_id = m.src_comm_id;
-        make_cookie(from, m, static_cast<std::uint32_t>(now / limits_.cookie_slot_ns), ck.cookie);
-        send(from, ck, m);
-        ++stats_.cookies_sent;
-        return;
-    }
+    const bool want_cookie = l->how.cookies == CmCookies::under_load && 2 * pending >= l->how.backlog;
+    if (!cookie_checked && want_cookie && !cookie_ok(from, m, now)) return send_cookie();
     if (l->how.require_encryption && m.encryption == 0) return send_reject(from, m, CmReject::security_required);
     if (m.encryption != 0) {
         if (keys_ == nullptr || !keys_->has_key(m.key_select)) return send_reject(from, m, CmReject::security_unavailable);

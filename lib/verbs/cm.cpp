@@ -63,6 +63,12 @@ std::uint32_t random_psn() {
     return static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 | static_cast<std::uint32_t>(b[2]) << 16;
 }
 
+/// Whether `qp` is in a connection of the manager now (at most one at a time).
+bool in_connection(const detail::DeviceCore& d, const Qp& qp, std::uint32_t cm_id) {
+    auto it = cm_id != 0 ? d.cm_conns.find(cm_id) : d.cm_conns.end();
+    return it != d.cm_conns.end() && it->second.qp == &qp;
+}
+
 CmReason reason_of(wire::CmReject r) noexcept { return static_cast<CmReason>(static_cast<std::uint16_t>(r)); }
 
 /// RESET → INIT with the connection's access flags; INIT stays. EINVAL otherwise.
@@ -172,6 +178,7 @@ int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
     if (id == nullptr || qp.core_ != &d || params.private_len > kCmPrivateDataMax ||
         params.peer.planes != d.address.planes)
         return EINVAL;
+    if (in_connection(d, qp, qp.cm_id_)) return EBUSY;
     const Encryption want =
         params.encryption == Encryption::device_default ? d.security_default : params.encryption;
     if (const int e = to_init(qp, params.qp_access_flags); e != 0) return e;
@@ -209,6 +216,7 @@ int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
         w0.loop->kick();
     }
     d.cm_conns[cid] = c;
+    qp.cm_id_ = cid;
     *id = cid;
     return 0;
 }
@@ -221,6 +229,7 @@ int Device::cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params) {
     auto it = d.cm_conns.find(id);
     if (it == d.cm_conns.end() || it->second.requester || it->second.qp != nullptr) return ENOENT;
     if (qp.core_ != &d || params.private_len > kCmPrivateDataMax) return EINVAL;
+    if (in_connection(d, qp, qp.cm_id_)) return EBUSY;
     detail::DeviceCore::CmConn& c = it->second;
     const wire::CmMessage& req = c.request.msg;
     // What the requester asked is what is set up; a different explicit choice is refused.
@@ -236,6 +245,7 @@ int Device::cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params) {
     }
     c.qp = &qp;
     c.moved = true;
+    qp.cm_id_ = id;
     wire::CmMessage rep;
     rep.qpn = qp.qp_num();
     rep.conn_id = qp.conn_id();
@@ -414,17 +424,15 @@ void DeviceCore::cm_event(const core::CmEvent& e) {
 
 void DeviceCore::cm_forget(const Qp& qp) {
     core::ConnManager* cm = manager(*this);
-    for (auto it = cm_conns.begin(); it != cm_conns.end();) {
-        if (it->second.qp != &qp) {
-            ++it;
-            continue;
-        }
+    // A QP is in one connection at a time, the one it was last given to.
+    if (auto it = qp.cm_id_ != 0 ? cm_conns.find(qp.cm_id_) : cm_conns.end();
+        it != cm_conns.end() && it->second.qp == &qp) {
         if (cm != nullptr && !it->second.ending) {
             const WorkerControl parked(*this, *workers.front());
             (void)cm->disconnect(it->first, now());
             workers.front()->loop->kick();
         }
-        it = cm_conns.erase(it);
+        cm_conns.erase(it);
     }
     // Events already queued that name the QP lose it.
     for (CmEvent& ev : cm_events)

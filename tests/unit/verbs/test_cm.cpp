@@ -122,6 +122,10 @@ TEST_CASE("cm__refusals", "[unit][verbs][cm]") {
     REQUIRE(rej.private_len == 3);
     CHECK(rej.private_data[2] == 3);
     CHECK(qa->state() == QpState::init);
+    // A QP whose request is still out cannot be given to another.
+    auto qd = a.qp();
+    REQUIRE(a.dev->cm_connect(*qd, p, &id) == 0);
+    CHECK(a.dev->cm_connect(*qd, p, &id) == EBUSY);
     // A QP past INIT cannot be connected.
     auto qc = a.qp();
     QpAttr err;
