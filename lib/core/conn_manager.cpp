@@ -190,6 +190,7 @@ bool ConnManager::cookie_ok(const wire::Ipv6Addr& from, const CmMessage& req, Ti
 
 int ConnManager::connect(const wire::Ipv6Addr& peer, const CmMessage& route, const CmMessage& req, TimeNs now,
                          std::uint32_t& id) {
+    wake_dirty_ = true;
     if (conns_.size() >= limits_.max_connections) return ENOMEM;
     if (req.encryption != 0 && (keys_ == nullptr || !keys_->has_key(req.key_select))) return EINVAL;
     Conn c;
@@ -221,6 +222,7 @@ int ConnManager::connect(const wire::Ipv6Addr& peer, const CmMessage& route, con
 }
 
 int ConnManager::accept(std::uint32_t id, const CmMessage& rep, TimeNs now) {
+    wake_dirty_ = true;
     Conn* c = find(id);
     if (c == nullptr) return ENOENT;
     if (c->requester || c->state != State::req_received) return EINVAL;
@@ -249,6 +251,7 @@ int ConnManager::accept(std::uint32_t id, const CmMessage& rep, TimeNs now) {
 }
 
 int ConnManager::reject(std::uint32_t id, CmReject reason, std::span<const std::uint8_t> private_data, TimeNs now) {
+    wake_dirty_ = true;
     Conn* c = find(id);
     if (c == nullptr) return ENOENT;
     if (c->requester || c->state != State::req_received || private_data.size() > wire::kCmPrivateMax) return EINVAL;
@@ -262,6 +265,7 @@ int ConnManager::reject(std::uint32_t id, CmReject reason, std::span<const std::
 }
 
 int ConnManager::confirm(std::uint32_t id, TimeNs now) {
+    wake_dirty_ = true;
     Conn* c = find(id);
     if (c == nullptr) return ENOENT;
     if (!c->requester || c->state != State::reply_wait) return EINVAL;
@@ -278,6 +282,7 @@ int ConnManager::confirm(std::uint32_t id, TimeNs now) {
 }
 
 int ConnManager::disconnect(std::uint32_t id, TimeNs now) {
+    wake_dirty_ = true;
     Conn* c = find(id);
     if (c == nullptr) return ENOENT;
     if (c->peer_id == 0) {  // a REQ not yet answered: nothing on the other side to tell
@@ -297,6 +302,7 @@ int ConnManager::disconnect(std::uint32_t id, TimeNs now) {
 }
 
 void ConnManager::on_message(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs now) {
+    wake_dirty_ = true;
     ++stats_.rx_messages;
     if (m.type == CmType::req) return on_req(from, m, now);
     if (m.type == CmType::rep) return on_rep(from, m, now);
@@ -474,6 +480,7 @@ void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
 }
 
 void ConnManager::on_timer(TimeNs now) {
+    wake_dirty_ = true;
     while (!timewait_order_.empty()) {
         auto it = timewait_ids_.find(timewait_order_.front());
         if (it != timewait_ids_.end() && it->second.until > now) break;
@@ -510,10 +517,15 @@ void ConnManager::on_timer(TimeNs now) {
 }
 
 TimeNs ConnManager::next_wakeup() const noexcept {
+    // Timers change only in the calls that set wake_dirty_: between them
+    // (every progress pass asks) the last answer stands.
+    if (!wake_dirty_) return wake_cached_;
     TimeNs t = kNever;
     if (!timewait_order_.empty())
         if (auto it = timewait_ids_.find(timewait_order_.front()); it != timewait_ids_.end()) t = it->second.until;
     for (const Conn& c : conns_) t = std::min(t, c.next_ns);
+    wake_cached_ = t;
+    wake_dirty_ = false;
     return t;
 }
 

@@ -215,7 +215,11 @@ private:
     Rng rng_;
     CmKeys* keys_;
     std::array<std::uint8_t, 32> cookie_secret_{};
-    mutable security::CookieMac cookie_mac_;  ///< keyed with cookie_secret_ once (make_cookie is const)
+    mutable security::CookieMac cookie_mac_;
+    /// next_wakeup()'s answer, kept until a call that can move a timer
+    /// (connect .. on_timer) marks it stale: it walks the live connections.
+    mutable TimeNs wake_cached_ = kNever;
+    mutable bool wake_dirty_ = true;  ///< keyed with cookie_secret_ once (make_cookie is const)
     std::vector<Listener> listeners_;
     std::vector<Conn> conns_;
     // Time-wait: the entries by our id, the same ids oldest first (every
