@@ -25,7 +25,7 @@
 #include "dpdk/dpdk_env.hpp"
 #include "dpdk/memif_devices.hpp"
 #include "omrc/omrc.hpp"
-#include "support/verbs_net.hpp"
+#include "support/cm_ends.hpp"
 
 using namespace omrc;
 using namespace omrc::test;
@@ -33,7 +33,7 @@ using namespace omrc::test;
 namespace {
 
 constexpr int kBase = 90;  ///< memif ports of this case (memif_vdevs): no other case uses them
-constexpr std::uint64_t kService = 0x4F4D5243'00000025ull;
+constexpr std::uint64_t kRowService = 0x4F4D5243'00000025ull;
 using Clock = std::chrono::steady_clock;
 
 struct Side {
@@ -78,7 +78,7 @@ TEST_CASE("row 25 (dpdk): net_memif, a peer floods connection requests: refused 
     Side a(open_dpdk(memif_ports(0, kBase), 2511, {{"vdevs", memif_vdevs(0, kBase)}}));
     Side b(open_dpdk(memif_ports(1, kBase), 2512, {{"vdevs", memif_vdevs(1, kBase)}}, small));
     REQUIRE(wait_links(*a.dev, *b.dev));
-    REQUIRE(b.dev->cm_listen(kService, {.backlog = 32, .per_peer = 16}) == 0);
+    REQUIRE(b.dev->cm_listen(kRowService, {.backlog = 32, .per_peer = 16}) == 0);
 
     // B's application: accepts while it can create a QP, refuses with
     // no_resources after; a QP whose connection ended goes.
@@ -96,11 +96,7 @@ TEST_CASE("row 25 (dpdk): net_memif, a peer floods connection requests: refused 
                         continue;
                     }
                     CmConnParams acc;
-                    const std::uint64_t addr = addr_of(b.buf.data());
-                    const std::uint32_t rkey = b.mr->rkey();
-                    std::memcpy(acc.private_data.data(), &addr, 8);
-                    std::memcpy(acc.private_data.data() + 8, &rkey, 4);
-                    acc.private_len = 12;
+                    cm::put_key(acc, *b.mr, b.buf);
                     REQUIRE(b.dev->cm_accept(ev[i].id, *q, acc) == 0);
                     b_qps[ev[i].id] = std::move(q);
                 } else if (ev[i].type == CmEventType::disconnected) {
@@ -113,7 +109,7 @@ TEST_CASE("row 25 (dpdk): net_memif, a peer floods connection requests: refused 
     auto qa = a.qp();
     REQUIRE(qa != nullptr);
     CmConnParams p;
-    p.service_id = kService;
+    p.service_id = kRowService;
     p.peer = b.dev->address();
     std::uint32_t id_main = 0;
     REQUIRE(a.dev->cm_connect(*qa, p, &id_main) == 0);
@@ -131,8 +127,7 @@ TEST_CASE("row 25 (dpdk): net_memif, a peer floods connection requests: refused 
         return a_events.count(id_main) != 0;
     }));
     REQUIRE(a_events[id_main].type == CmEventType::established);
-    std::memcpy(&raddr, a_events[id_main].private_data.data(), 8);
-    std::memcpy(&rkey, a_events[id_main].private_data.data() + 8, 4);
+    cm::get_key(a_events[id_main], raddr, rkey);
     a_events.clear();
 
     // One timed WRITE at a time on it.
@@ -149,15 +144,7 @@ TEST_CASE("row 25 (dpdk): net_memif, a peer floods connection requests: refused 
                 outstanding = false;
             }
         if (outstanding || !post) return;
-        const Sge sge{addr_of(a.buf.data()), 4096, a.mr->lkey()};
-        SendWr wr;
-        wr.wr_id = 25;
-        wr.opcode = WrOpcode::rdma_write;
-        wr.send_flags = SendFlags::signaled;
-        wr.sg_list = {&sge, 1};
-        wr.remote_addr = raddr;
-        wr.rkey = rkey;
-        REQUIRE(qa->post_send(wr) == 0);
+        cm::post_write(*qa, *a.mr, a.buf.data(), 4096, raddr, rkey, 25);
         posted = Clock::now();
         outstanding = true;
     };

@@ -103,10 +103,7 @@ struct PingPong final : Actor {
     std::uint64_t next_post_ns = 0;
     std::vector<std::uint64_t> latencies;
 
-    PingPong(End& end, Qp& qp, const CmEvent& established) : a(end), qa(qp) {
-        std::memcpy(&raddr, established.private_data.data(), 8);
-        std::memcpy(&rkey, established.private_data.data() + 8, 4);
-    }
+    PingPong(End& end, Qp& qp, const CmEvent& established) : a(end), qa(qp) { get_key(established, raddr, rkey); }
     void tick(std::uint64_t now) override {
         Wc wc[8];
         for (std::size_t n; (n = a.cq->poll(wc)) != 0;)
@@ -118,15 +115,7 @@ struct PingPong final : Actor {
                 next_post_ns = now + gap_ns;
             }
         if (outstanding || now < next_post_ns) return;
-        const Sge sge{omrc::test::addr_of(a.buf.data()), 4096, a.mr->lkey()};
-        SendWr wr;
-        wr.wr_id = 0x9196;
-        wr.opcode = WrOpcode::rdma_write;
-        wr.send_flags = SendFlags::signaled;
-        wr.sg_list = {&sge, 1};
-        wr.remote_addr = raddr;
-        wr.rkey = rkey;
-        REQUIRE(qa.post_send(wr) == 0);
+        post_write(qa, *a.mr, a.buf.data(), 4096, raddr, rkey, 0x9196);
         outstanding = true;
         posted_ns = now;
     }

@@ -104,24 +104,35 @@ inline bool setup(VirtualNet& net, End& a, End& b, Qp& qa, Qp& qb, std::uint32_t
                    [&] { return a.has(CmEventType::established) && b.has(CmEventType::established); }, budget_ns);
 }
 
-/// A writes `len` patterned bytes into B's buffer at the address B's REP named.
-inline void write_and_check(VirtualNet& net, End& a, End& b, Qp& qa, const CmEvent& established, std::size_t len,
-                            std::uint8_t salt = 7) {
-    REQUIRE(established.private_len == 12);
-    std::uint64_t raddr = 0;
-    std::uint32_t rkey = 0;
-    std::memcpy(&raddr, established.private_data.data(), 8);
-    std::memcpy(&rkey, established.private_data.data() + 8, 4);
-    for (std::size_t i = 0; i < len; ++i) a.buf[i] = static_cast<std::uint8_t>(i * 13 + salt);
-    const Sge sge{addr_of(a.buf.data()), static_cast<std::uint32_t>(len), a.mr->lkey()};
+/// The address and rkey an acceptor's private data carries (put_key).
+inline void get_key(const CmEvent& e, std::uint64_t& addr, std::uint32_t& rkey) {
+    REQUIRE(e.private_len == 12);
+    std::memcpy(&addr, e.private_data.data(), 8);
+    std::memcpy(&rkey, e.private_data.data() + 8, 4);
+}
+
+/// Posts one signalled WRITE of `len` bytes at `src` (in `mr`) to (raddr, rkey).
+inline void post_write(Qp& qp, const Mr& mr, const void* src, std::uint32_t len, std::uint64_t raddr,
+                       std::uint32_t rkey, std::uint64_t wr_id) {
+    const Sge sge{addr_of(src), len, mr.lkey()};
     SendWr wr;
-    wr.wr_id = 77;
+    wr.wr_id = wr_id;
     wr.opcode = WrOpcode::rdma_write;
     wr.send_flags = SendFlags::signaled;
     wr.sg_list = {&sge, 1};
     wr.remote_addr = raddr;
     wr.rkey = rkey;
-    REQUIRE(qa.post_send(wr) == 0);
+    REQUIRE(qp.post_send(wr) == 0);
+}
+
+/// A writes `len` patterned bytes into B's buffer at the address B's REP named.
+inline void write_and_check(VirtualNet& net, End& a, End& b, Qp& qa, const CmEvent& established, std::size_t len,
+                            std::uint8_t salt = 7) {
+    std::uint64_t raddr = 0;
+    std::uint32_t rkey = 0;
+    get_key(established, raddr, rkey);
+    for (std::size_t i = 0; i < len; ++i) a.buf[i] = static_cast<std::uint8_t>(i * 13 + salt);
+    post_write(qa, *a.mr, a.buf.data(), static_cast<std::uint32_t>(len), raddr, rkey, 77);
     std::vector<Wc> got;
     REQUIRE(net.run({a.dev.get(), b.dev.get()},
                     [&] {

@@ -2,8 +2,8 @@
 // The connection manager through the C++ verbs API (Device::cm_*;
 // docs/PROTOCOL.md §13), its messages carried by the engines over a loopback
 // fabric in virtual time: connect, accept with private data carrying the
-// memory key, a WRITE byte-exact, disconnect with both QPs in ERR; setup
-// under 30 % loss of every frame (fault row 3 over real devices); refusals
+// memory key, a WRITE byte-exact, disconnect with both QPs in ERR (setup
+// under loss, fault row 3, is tests/fault/test_fault_cm.cpp); refusals
 // (no listener, consumer, busy); encrypted connections keyed per connection
 // (row 31's set-up half: a wrong or missing key fails at setup with no QP
 // past INIT at the refusing end); an unanswered request fails in bounded time.
@@ -57,39 +57,6 @@ TEST_CASE("cm__connect_write_disconnect", "[unit][verbs][cm]") {
     qa2.reset();
     REQUIRE(net.run({a.dev.get(), b.dev.get()}, [&] { return b.has(CmEventType::disconnected); }, 1'000'000'000ull));
     CHECK(qb2->state() == QpState::err);
-}
-
-TEST_CASE("cm__setup_under_30_percent_loss", "[unit][verbs][cm][fault]") {
-    // Fault row 3 over real devices: every frame (CM messages among them)
-    // lost with probability 0.3; 20 connections in turn, each moves data.
-    omrc::test::VirtualNet net(2, 4, 9);
-    End a(net, 0), b(net, 1);
-    REQUIRE(b.dev->cm_listen(kService) == 0);
-    loopback::Impairment imp;
-    imp.loss.rate = 0.3;
-    net.fabric.set_impairment_all(imp);
-    std::vector<std::unique_ptr<Qp>> keep;
-    for (int i = 0; i < 20; ++i) {
-        INFO("connection " << i);
-        auto qa = a.qp();
-        auto qb = b.qp();
-        std::uint32_t id_a = 0, id_b = 0;
-        REQUIRE(setup(net, a, b, *qa, *qb, id_a, id_b));
-        write_and_check(net, a, b, *qa, a.take(CmEventType::established), 8192);
-        (void)b.take(CmEventType::established);
-        keep.push_back(std::move(qa));
-        keep.push_back(std::move(qb));
-    }
-    // Frames were lost both ways, CM messages among them: resends made up for them.
-    std::uint64_t lost = 0;
-    for (std::uint32_t p = 0; p < 4; ++p)
-        lost += net.fabric.link_counters(0, 1, p).lost_random + net.fabric.link_counters(1, 0, p).lost_random;
-    CHECK(lost > 100);
-    CHECK(engine_counter(*a.dev, "cm_frames_sent") > 60);  // ≥ 3 per connection without loss
-    const nlohmann::json ja = nlohmann::json::parse(a.dev->stats_json());
-    CAPTURE(ja["engine"].dump());
-    CHECK(engine_counter(*a.dev, "cm_unroutable") == 0);
-    CHECK(ja["engine"]["rx_drops"].value("cm_invalid", 0) == 0);
 }
 
 TEST_CASE("cm__refusals", "[unit][verbs][cm]") {
