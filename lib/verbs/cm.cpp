@@ -28,11 +28,12 @@ Encryption encryption_of(std::uint8_t code) noexcept {
     return code == 1 ? Encryption::aes_gcm_128 : code == 2 ? Encryption::aes_gcm_256 : Encryption::off;
 }
 
-/// The device's own planes, MACs and host, as a REQ or REP carries them.
-void describe_self(const detail::DeviceCore& d, wire::CmMessage& m) {
-    m.planes = static_cast<std::uint8_t>(std::min<std::uint32_t>(d.address.planes, wire::kCmMaxPlanes));
-    for (std::size_t p = 0; p < m.planes; ++p) m.macs[p] = d.address.macs[p];
-    m.host = d.address.host;
+/// A device's planes, MACs and host, as a REQ or REP carries them (the
+/// sender's own) and as the manager's route to a peer holds them.
+void describe(const DeviceAddress& a, wire::CmMessage& m) {
+    m.planes = static_cast<std::uint8_t>(std::min<std::uint32_t>(a.planes, wire::kCmMaxPlanes));
+    for (std::size_t p = 0; p < m.planes; ++p) m.macs[p] = a.macs[p];
+    m.host = a.host;
 }
 
 DeviceAddress address_of(const wire::CmMessage& m, const wire::Ipv6Addr& from) {
@@ -61,12 +62,6 @@ std::uint32_t random_psn() {
     std::uint8_t b[3];
     random_bytes(b, sizeof b);
     return static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 | static_cast<std::uint32_t>(b[2]) << 16;
-}
-
-/// Whether `qp` is in a connection of the manager now (at most one at a time).
-bool in_connection(const detail::DeviceCore& d, const Qp& qp, std::uint32_t cm_id) {
-    auto it = cm_id != 0 ? d.cm_conns.find(cm_id) : d.cm_conns.end();
-    return it != d.cm_conns.end() && it->second.qp == &qp;
 }
 
 CmReason reason_of(wire::CmReject r) noexcept { return static_cast<CmReason>(static_cast<std::uint16_t>(r)); }
@@ -117,6 +112,19 @@ void to_err(Qp& qp) {
 
 }  // namespace
 
+namespace detail {
+
+template <class F>
+auto DeviceCore::with_cm(F&& f) {
+    Worker& w0 = *workers.front();
+    const WorkerControl parked(*this, w0);
+    auto r = f(*w0.engine->conn_manager());
+    w0.loop->kick();
+    return r;
+}
+
+}  // namespace detail
+
 const char* to_string(CmReason r) noexcept {
     switch (r) {
         case CmReason::none: return "none";
@@ -149,36 +157,31 @@ const char* to_string(CmEventType t) noexcept {
 int Device::cm_listen(std::uint64_t service_id, const CmListenOptions& o) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
-    core::ConnManager* cm = manager(d);
-    if (cm == nullptr) return EOPNOTSUPP;
+    if (manager(d) == nullptr) return EOPNOTSUPP;
     if (o.backlog == 0 || o.per_peer == 0) return EINVAL;
     core::CmListen how;
     how.backlog = o.backlog;
     how.per_peer = o.per_peer;
     how.cookies = o.cookies ? core::CmCookies::always : core::CmCookies::under_load;
     how.require_encryption = o.require_encryption;
-    const detail::WorkerControl parked(d, *d.workers.front());
-    return cm->listen(service_id, how);
+    return d.with_cm([&](core::ConnManager& m) { return m.listen(service_id, how); });
 }
 
 int Device::cm_unlisten(std::uint64_t service_id) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
-    core::ConnManager* cm = manager(d);
-    if (cm == nullptr) return EOPNOTSUPP;
-    const detail::WorkerControl parked(d, *d.workers.front());
-    return cm->unlisten(service_id);
+    if (manager(d) == nullptr) return EOPNOTSUPP;
+    return d.with_cm([&](core::ConnManager& m) { return m.unlisten(service_id); });
 }
 
 int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
-    core::ConnManager* cm = manager(d);
-    if (cm == nullptr) return EOPNOTSUPP;
+    if (manager(d) == nullptr) return EOPNOTSUPP;
     if (id == nullptr || qp.core_ != &d || params.private_len > kCmPrivateDataMax ||
         params.peer.planes != d.address.planes)
         return EINVAL;
-    if (in_connection(d, qp, qp.cm_id_)) return EBUSY;
+    if (d.cm_conn_of(qp) != d.cm_conns.end()) return EBUSY;
     const Encryption want =
         params.encryption == Encryption::device_default ? d.security_default : params.encryption;
     if (const int e = to_init(qp, params.qp_access_flags); e != 0) return e;
@@ -190,9 +193,7 @@ int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
     c.psn = random_psn();
     c.params = params;
     wire::CmMessage route;
-    route.planes = static_cast<std::uint8_t>(std::min<std::uint32_t>(params.peer.planes, wire::kCmMaxPlanes));
-    for (std::size_t p = 0; p < route.planes; ++p) route.macs[p] = params.peer.macs[p];
-    route.host = params.peer.host;
+    describe(params.peer, route);
     wire::CmMessage req;
     req.service_id = params.service_id;
     req.qpn = qp.qp_num();
@@ -204,17 +205,14 @@ int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
         c.nonce = random_nonce();
         req.key_nonce = c.nonce;
     }
-    describe_self(d, req);
+    describe(d.address, req);
     req.private_len = params.private_len;
     req.private_data = params.private_data;
+    req.key_select = d.workers.front()->engine->config().security.key_select;
     std::uint32_t cid = 0;
-    {
-        detail::Worker& w0 = *d.workers.front();
-        const detail::WorkerControl parked(d, w0);
-        req.key_select = w0.engine->config().security.key_select;
-        if (const int e = cm->connect(params.peer.addr, route, req, d.now(), cid); e != 0) return e;
-        w0.loop->kick();
-    }
+    if (const int e = d.with_cm([&](core::ConnManager& m) { return m.connect(params.peer.addr, route, req, d.now(), cid); });
+        e != 0)
+        return e;
     d.cm_conns[cid] = c;
     qp.cm_id_ = cid;
     *id = cid;
@@ -224,12 +222,11 @@ int Device::cm_connect(Qp& qp, const CmConnParams& params, std::uint32_t* id) {
 int Device::cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
-    core::ConnManager* cm = manager(d);
-    if (cm == nullptr) return EOPNOTSUPP;
+    if (manager(d) == nullptr) return EOPNOTSUPP;
     auto it = d.cm_conns.find(id);
     if (it == d.cm_conns.end() || it->second.requester || it->second.qp != nullptr) return ENOENT;
     if (qp.core_ != &d || params.private_len > kCmPrivateDataMax) return EINVAL;
-    if (in_connection(d, qp, qp.cm_id_)) return EBUSY;
+    if (d.cm_conn_of(qp) != d.cm_conns.end()) return EBUSY;
     detail::DeviceCore::CmConn& c = it->second;
     const wire::CmMessage& req = c.request.msg;
     // What the requester asked is what is set up; a different explicit choice is refused.
@@ -252,30 +249,23 @@ int Device::cm_accept(std::uint32_t id, Qp& qp, const CmConnParams& params) {
     rep.psn = c.psn;
     rep.mtu = static_cast<std::uint16_t>(mtu);
     rep.key_nonce = c.nonce;
-    describe_self(d, rep);
+    describe(d.address, rep);
     rep.private_len = params.private_len;
     rep.private_data = params.private_data;
-    detail::Worker& w0 = *d.workers.front();
-    const detail::WorkerControl parked(d, w0);
-    rep.key_select = w0.engine->config().security.key_select;
-    const int e = cm->accept(id, rep, d.now());
-    w0.loop->kick();
-    return e;
+    rep.key_select = d.workers.front()->engine->config().security.key_select;
+    return d.with_cm([&](core::ConnManager& m) { return m.accept(id, rep, d.now()); });
 }
 
 int Device::cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_data, CmReason reason) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
-    core::ConnManager* cm = manager(d);
-    if (cm == nullptr) return EOPNOTSUPP;
+    if (manager(d) == nullptr) return EOPNOTSUPP;
     auto it = d.cm_conns.find(id);
     if (it == d.cm_conns.end() || it->second.requester || it->second.qp != nullptr) return ENOENT;
     if (private_data.size() > kCmPrivateDataMax) return EINVAL;
     if (reason != CmReason::consumer && reason != CmReason::no_resources) return EINVAL;
-    detail::Worker& w0 = *d.workers.front();
-    const detail::WorkerControl parked(d, w0);
-    const int e = cm->reject(id, static_cast<wire::CmReject>(reason), private_data, d.now());
-    w0.loop->kick();
+    const int e = d.with_cm(
+        [&](core::ConnManager& m) { return m.reject(id, static_cast<wire::CmReject>(reason), private_data, d.now()); });
     if (e == 0) d.cm_conns.erase(it);
     return e;
 }
@@ -283,18 +273,10 @@ int Device::cm_reject(std::uint32_t id, std::span<const std::uint8_t> private_da
 int Device::cm_disconnect(std::uint32_t id) {
     detail::DeviceCore& d = *core_;
     const detail::OwnerScope owner(d);
-    core::ConnManager* cm = manager(d);
-    if (cm == nullptr) return EOPNOTSUPP;
+    if (manager(d) == nullptr) return EOPNOTSUPP;
     auto it = d.cm_conns.find(id);
     if (it == d.cm_conns.end() || it->second.qp == nullptr || it->second.ending) return ENOENT;
-    int e = 0;
-    {
-        detail::Worker& w0 = *d.workers.front();
-        const detail::WorkerControl parked(d, w0);
-        e = cm->disconnect(id, d.now());
-        w0.loop->kick();
-    }
-    if (e != 0) return e;
+    if (const int e = d.with_cm([&](core::ConnManager& m) { return m.disconnect(id, d.now()); }); e != 0) return e;
     it->second.ending = true;
     if (it->second.moved) to_err(*it->second.qp);
     return 0;
@@ -325,7 +307,6 @@ std::size_t Device::cm_poll(std::span<CmEvent> out) {
 namespace detail {
 
 void DeviceCore::cm_event(const core::CmEvent& e) {
-    core::ConnManager* cm = manager(*this);
     CmEvent out;
     out.id = e.id;
     auto it = cm_conns.find(e.id);
@@ -376,11 +357,7 @@ void DeviceCore::cm_event(const core::CmEvent& e) {
                 log::logger().warn("cm: connection {:#x}: the QP cannot take the reply ({}); disconnecting", e.id,
                                       std::strerror(err));
                 c.moved = true;
-                {
-                    const WorkerControl parked(*this, *workers.front());
-                    (void)cm->disconnect(e.id, now());
-                    workers.front()->loop->kick();
-                }
+                (void)with_cm([&](core::ConnManager& m) { return m.disconnect(e.id, now()); });
                 to_err(*c.qp);
                 c.ending = true;
                 out.type = CmEventType::rejected;
@@ -394,11 +371,7 @@ void DeviceCore::cm_event(const core::CmEvent& e) {
             }
             c.moved = true;
             c.peer = peer;
-            {
-                const WorkerControl parked(*this, *workers.front());
-                (void)cm->confirm(e.id, now());
-                workers.front()->loop->kick();
-            }
+            (void)with_cm([&](core::ConnManager& m) { return m.confirm(e.id, now()); });
             out.type = CmEventType::established;
             out.qp = c.qp;
             out.peer = peer;
@@ -422,16 +395,15 @@ void DeviceCore::cm_event(const core::CmEvent& e) {
     }
 }
 
+DeviceCore::CmConns::iterator DeviceCore::cm_conn_of(const Qp& qp) {
+    auto it = qp.cm_id_ != 0 ? cm_conns.find(qp.cm_id_) : cm_conns.end();
+    return it != cm_conns.end() && it->second.qp == &qp ? it : cm_conns.end();
+}
+
 void DeviceCore::cm_forget(const Qp& qp) {
-    core::ConnManager* cm = manager(*this);
-    // A QP is in one connection at a time, the one it was last given to.
-    if (auto it = qp.cm_id_ != 0 ? cm_conns.find(qp.cm_id_) : cm_conns.end();
-        it != cm_conns.end() && it->second.qp == &qp) {
-        if (cm != nullptr && !it->second.ending) {
-            const WorkerControl parked(*this, *workers.front());
-            (void)cm->disconnect(it->first, now());
-            workers.front()->loop->kick();
-        }
+    if (auto it = cm_conn_of(qp); it != cm_conns.end()) {
+        if (manager(*this) != nullptr && !it->second.ending)
+            (void)with_cm([&](core::ConnManager& m) { return m.disconnect(it->first, now()); });
         cm_conns.erase(it);
     }
     // Events already queued that name the QP lose it.

@@ -129,9 +129,16 @@ struct DeviceCore {
         CmConnParams params{};         ///< requester: the QP's attributes for the reply
         core::CmEvent request{};       ///< responder: the request (its REQ)
     };
-    std::unordered_map<std::uint32_t, CmConn> cm_conns;
+    using CmConns = std::unordered_map<std::uint32_t, CmConn>;
+    CmConns cm_conns;
     std::deque<CmEvent> cm_events;
-    /// A QP going away: its connections end (a DREQ for one past its REQ).
+    /// The connection `qp` is in now (a QP is in one at a time), or cm_conns.end().
+    CmConns::iterator cm_conn_of(const Qp& qp);
+    /// Runs f(manager) with worker 0 parked (its thread owns the manager),
+    /// then wakes worker 0 to send what f queued; f's result.
+    template <class F>
+    auto with_cm(F&& f);
+    /// A QP going away: its connection ends (a DREQ for one past its REQ).
     void cm_forget(const Qp& qp);
     /// Acts on one of the engine's CM events (moves QPs) and queues the API's event.
     void cm_event(const core::CmEvent& e);
