@@ -99,9 +99,8 @@ std::vector<std::uint8_t> seal(const wire::SampleFrame& f, const wire::ParsedFra
         !wire::icrc_verify(std::span(out).subspan(l.ip_offset)))
         return {};
     std::vector<std::uint8_t> opened(l.ct_len);
-    const std::span<const std::uint8_t> ct(out.data() + l.ct_offset, l.ct_len);
-    if (!gcm.open(nonce, std::span(out).subspan(l.psp_offset, l.aad_len()), {&ct, 1}, opened.data(),
-                  std::span<const std::uint8_t, security::kGcmTagBytes>(out.data() + l.icv_offset(), 16)) ||
+    const std::span<const std::uint8_t> ct = l.cipher(out);
+    if (!gcm.open(l.nonce(out), l.aad(out), {&ct, 1}, opened.data(), l.icv(out)) ||
         !std::equal(opened.begin(), opened.end(), plain_ct.begin()))
         return {};
     spi_out = h.spi;

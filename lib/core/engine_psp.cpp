@@ -269,11 +269,8 @@ Engine::Opened Engine::open_frame(const wire::RxFrame& in, wire::RxFrame& out, Q
         ++stats_.rx_wire_errors[static_cast<std::size_t>(wire::WireError::psp_truncated)];
         return Opened::dropped;
     }
-    const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(f.data() + l.psp_offset + 4, 12);
-    const std::span<const std::uint8_t> aad = f.subspan(l.psp_offset, l.aad_len());
-    const std::span<const std::uint8_t> ct = f.subspan(l.ct_offset, l.ct_len);
-    const std::span<const std::uint8_t, security::kGcmTagBytes> tag(f.data() + l.icv_offset(), security::kGcmTagBytes);
-    if (!ep->key.open(nonce, aad, {&ct, 1}, rx_plain_.data() + n, tag)) {
+    const std::span<const std::uint8_t> ct = l.cipher(f);
+    if (!ep->key.open(l.nonce(f), l.aad(f), {&ct, 1}, rx_plain_.data() + n, l.icv(f))) {
         drop(DropReason::psp_bad_tag);
         return Opened::dropped;
     }

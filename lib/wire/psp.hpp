@@ -35,6 +35,8 @@ namespace omrc::wire {
 inline constexpr std::uint16_t kPspUdpPort = 1000;
 /// AES-GCM tag (PSP ICV), bytes.
 inline constexpr std::size_t kPspIcvSize = 16;
+/// AES-GCM nonce of a PSP frame: its SPI and IV, bytes.
+inline constexpr std::size_t kPspNonceSize = 12;
 /// Crypt offset of an OpenMRC sealed frame, 4-byte words after the PSP
 /// header: the inner UDP header (8) and BTH (12) stay in the clear.
 inline constexpr std::uint8_t kPspCryptOffsetWords = 5;
@@ -96,6 +98,20 @@ struct PspLayout {
     [[nodiscard]] std::uint32_t icv_offset() const noexcept { return icrc_offset - static_cast<std::uint32_t>(kPspIcvSize); }
     /// Bytes the AES-GCM AAD covers: PSP header, inner UDP header, BTH.
     [[nodiscard]] std::uint32_t aad_len() const noexcept { return ct_offset - psp_offset; }
+    // The AES-GCM inputs, as views into the located `frame`: the nonce (SPI
+    // and IV as the header carries them), the AAD, the cipher text, the ICV.
+    [[nodiscard]] std::span<const std::uint8_t, kPspNonceSize> nonce(std::span<const std::uint8_t> frame) const noexcept {
+        return std::span<const std::uint8_t, kPspNonceSize>(frame.data() + psp_offset + 4, kPspNonceSize);
+    }
+    [[nodiscard]] std::span<const std::uint8_t> aad(std::span<const std::uint8_t> frame) const noexcept {
+        return frame.subspan(psp_offset, aad_len());
+    }
+    [[nodiscard]] std::span<const std::uint8_t> cipher(std::span<const std::uint8_t> frame) const noexcept {
+        return frame.subspan(ct_offset, ct_len);
+    }
+    [[nodiscard]] std::span<const std::uint8_t, kPspIcvSize> icv(std::span<const std::uint8_t> frame) const noexcept {
+        return std::span<const std::uint8_t, kPspIcvSize>(frame.data() + icv_offset(), kPspIcvSize);
+    }
 };
 
 /// Whether a UDP payload starts with a PSP header as OpenMRC sends it (next

@@ -66,12 +66,8 @@ SealStatus Decryptor::open(std::span<const std::uint8_t> frame, std::vector<std:
     plain.assign(frame.size(), 0);
     const std::size_t n = wire::psp_write_plain_part(frame, l, plain);
     if (n == 0) return SealStatus::malformed;
-    const std::span<const std::uint8_t, security::kGcmNonceBytes> nonce(frame.data() + l.psp_offset + 4, 12);
-    const std::span<const std::uint8_t> aad = frame.subspan(l.psp_offset, l.aad_len());
-    const std::span<const std::uint8_t> ct = frame.subspan(l.ct_offset, l.ct_len);
-    const std::span<const std::uint8_t, security::kGcmTagBytes> tag(frame.data() + l.icv_offset(),
-                                                                    security::kGcmTagBytes);
-    auto open_with = [&](Sa& sa) { return sa.gcm.open(nonce, aad, {&ct, 1}, plain.data() + n, tag); };
+    const std::span<const std::uint8_t> ct = l.cipher(frame);
+    auto open_with = [&](Sa& sa) { return sa.gcm.open(l.nonce(frame), l.aad(frame), {&ct, 1}, plain.data() + n, l.icv(frame)); };
     std::vector<Sa>& known = sas_[{receiver, spi}];
     bool ok = std::any_of(known.begin(), known.end(), open_with);
     if (!ok) {
