@@ -15,17 +15,11 @@ namespace {
 /// "OMRP" and the server's TCP port: two servers on one device do not meet.
 std::uint64_t service_of(const Options& o) { return 0x4F4D5250'00000000ull | o.port; }
 
-/// The attributes omrc-perf's QPs take (Endpoint::connect's), for the connection manager.
+/// The attributes omrc-perf's QPs take (qp_attr_of, as Endpoint::connect's), for the connection manager.
 std::string conn_params(const Options& o, CmConnParams& p) {
-    p.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
-    p.mtu_bytes = o.mtu;
-    std::string why;
-    if (path_policy_by_name(o.policy, &p.qp_attr.path_policy, &why) != 0) return why;
-    p.qp_attr.evs = o.evs;
-    p.qp_attr.backup_evs = o.backup_evs;
-    p.qp_attr.mpr = o.mpr;
-    p.qp_attr.timeout_ns = std::uint64_t{o.qp_timeout_ms} * 1'000'000;
-    p.qp_attr.cc = o.cc;
+    if (auto e = qp_attr_of(o, p.qp_attr); !e.empty()) return e;
+    p.qp_access_flags = p.qp_attr.qp_access_flags;
+    p.mtu_bytes = p.qp_attr.mtu_bytes;
     return {};
 }
 

@@ -114,12 +114,26 @@ std::string Endpoint::create(std::uint32_t nqps, std::size_t per_qp, std::uint32
     return {};
 }
 
+std::string qp_attr_of(const Options& o, QpAttr& a) {
+    a.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
+    a.mtu_bytes = o.mtu;
+    std::string why;
+    if (path_policy_by_name(o.policy, &a.path_policy, &why) != 0) return why;
+    a.evs = o.evs;
+    a.backup_evs = o.backup_evs;
+    a.mpr = o.mpr;
+    a.timeout_ns = std::uint64_t{o.qp_timeout_ms} * 1'000'000;
+    a.cc = o.cc;
+    return {};
+}
+
 std::string Endpoint::connect(const Options& o, const DeviceAddress& peer) {
+    QpAttr base;
+    if (auto e = qp_attr_of(o, base); !e.empty()) return e;
     for (std::size_t i = 0; i < qps.size(); ++i) {
         Qp& q = *qps[i];
-        QpAttr a;
+        QpAttr a = base;
         a.qp_state = QpState::init;
-        a.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write | AccessFlags::remote_read;
         if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::access_flags))
             return fmt::format("QP to INIT: {}", std::strerror(rc));
         a.qp_state = QpState::rtr;
@@ -127,20 +141,12 @@ std::string Endpoint::connect(const Options& o, const DeviceAddress& peer) {
         a.dest_conn_id = remote[i].conn_id;
         a.rq_psn = remote[i].psn;
         a.peer = peer;
-        a.mtu_bytes = o.mtu;
-        std::string why;
-        if (path_policy_by_name(o.policy, &a.path_policy, &why) != 0) return why;
-        a.evs = o.evs;
-        a.backup_evs = o.backup_evs;
-        a.mpr = o.mpr;
         if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::path | QpAttrMask::dest_qpn |
                                      QpAttrMask::rq_psn | QpAttrMask::mtu | QpAttrMask::mpr))
             return fmt::format("QP to RTR (mtu {}, evs {}, backup_evs {}, mpr {}): {}", o.mtu, o.evs, o.backup_evs,
                                o.mpr, std::strerror(rc));
         a.qp_state = QpState::rts;
         a.sq_psn = local[i].psn;
-        a.timeout_ns = std::uint64_t{o.qp_timeout_ms} * 1'000'000;
-        a.cc = o.cc;
         if (int rc = q.modify(a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout | QpAttrMask::cc))
             return fmt::format("QP to RTS: {}", std::strerror(rc));
     }

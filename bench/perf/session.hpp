@@ -62,6 +62,11 @@ nlohmann::json qp_json(const QpInfo& q);
 bool qp_from_json(const nlohmann::json& j, QpInfo& q);
 
 struct Endpoint;
+
+/// The QP attributes the options set (access, MTU, path policy, EVs, window,
+/// timeout, CC), for Endpoint::connect's transitions and the connection
+/// manager's. "" or what is wrong.
+std::string qp_attr_of(const Options& o, QpAttr& a);
 /// The peer's device address and QPs from its hello. "" or the error.
 std::string read_peer_hello(const nlohmann::json& m, std::size_t nqps, DeviceAddress& peer, std::vector<QpInfo>& qps);
 /// Receives the next message, of type `type`, progressing `ep`'s device
