@@ -3,7 +3,8 @@
 // from OpenSSL under a secret that lives as long as the manager. The
 // algorithm is fetched and keyed once; each MAC only re-initialises the
 // keyed context (a one-shot EVP_Q_mac fetches the algorithm from the
-// provider every call: bench/cm_cost measured 5.4 µs per forged REQ with it).
+// provider every call: bench/cm_cost's forged REQ went from 5.4 to 3.4 µs
+// when this replaced it).
 #pragma once
 
 #include <cstdint>
