@@ -32,12 +32,16 @@ namespace {
 
 constexpr std::uint32_t kRingSlots = 256;              ///< frames per (sender, receiver) ring
 constexpr std::uint32_t kPoolFrames = kRingSlots + 64;  ///< the row's receive pool: ring size + 64
-/// Data direction: every frame 20-40 ms late (20 ms plus 0-20 ms, uniform),
-/// so that frames overtake each other and none is due before its ring has
-/// filled: the receiver parks whole rings in its pool and runs it empty.
-/// Long against a time-shared core's scheduler slices (milliseconds).
+/// Data direction: every frame 20-170 ms late (20 ms plus 0-150 ms,
+/// uniform). A receiver parks a frame in its pool only while a later frame
+/// of its ring overtakes it (the rest wait in the ring, in order), so the
+/// pool runs empty only when frames sent within the jitter fill it: with
+/// 150 ms of jitter even a sender slowed down by a sanitizer (about 2·10^4
+/// frames/s under ASan) sends ring + pool frames well within it; with 20 ms
+/// an ASan build sometimes never ran the pool empty. Long against a
+/// time-shared core's scheduler slices (milliseconds).
 constexpr std::uint64_t kExtraDelayNs = 20'000'000;
-constexpr std::uint64_t kJitterNs = 20'000'000;
+constexpr std::uint64_t kJitterNs = 150'000'000;
 constexpr auto kStall = std::chrono::milliseconds(100);  ///< the receiver polls nothing this long
 
 /// Pool and ring occupancy of both endpoints (0 at baseline).
@@ -84,10 +88,10 @@ Row22Figures run_row22(std::uint64_t seed, bool backpressure) {
             o.driver_context = &fabric;
             o.args["endpoint"] = std::to_string(i);
             o.seed = seed * 10 + static_cast<std::uint64_t>(i);
-            // EVs are not judged failed within the delay (20-40 ms) nor a
-            // time-shared core's stall.
-            o.ev_timeout_ns = 100'000'000;
-            o.min_ev_timeout_ns = 100'000'000;
+            // EVs are not judged failed within the delay (20-170 ms) plus
+            // the stall (100 ms) nor a time-shared core's slices.
+            o.ev_timeout_ns = 500'000'000;
+            o.min_ev_timeout_ns = 500'000'000;
             int err = -1;
             dev[i] = Device::open("loopback", o, &err);
             REQUIRE(err == 0);
