@@ -46,6 +46,7 @@ void Comm::teardown() {
     // The QP goes first (its outstanding WRs are dropped without completion),
     // then the ring nobody may write into any more, then the CQ.
     const std::lock_guard lock(dev->mu);
+    if (cm_id != 0) dev->cm_by_id.erase(cm_id);  // its later events go (the QP's destruction sends a DREQ)
     if (qp && qp->state() == QpState::rts) linger(*dev);
     qp.reset();
     ring_mr.reset();

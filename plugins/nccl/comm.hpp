@@ -33,6 +33,9 @@ inline constexpr std::uint32_t kDeadMagic = 0xdeadc0de;
 
 struct Comm;
 
+/// wr_id of a CM comm's liveness probe (cm_setup.hpp); receives use ~0.
+inline constexpr std::uint64_t kProbeWrId = ~std::uint64_t{0} - 1;
+
 
 /// A request NCCL holds between isend/irecv and the test that reports it done.
 struct Request {
@@ -67,7 +70,10 @@ struct Comm {
     std::unique_ptr<Mr> ring_mr;
     std::uint64_t peer_ring_addr = 0;
     std::uint32_t peer_ring_rkey = 0;
-    int fd = -1;       ///< liveness: the handshake's TCP socket
+    int fd = -1;       ///< liveness: the handshake's TCP socket (-1 with the connection manager)
+    std::uint32_t cm_id = 0;  ///< the connection manager's connection (0: set up over TCP)
+    bool probe_outstanding = false;  ///< cm: a liveness probe WRITE waits for its completion
+    std::uint64_t next_probe_ns = 0;  ///< cm: the next probe is due then (steady clock)
     std::string peer;  ///< "[::1]:40000 qpn 0x12" for messages
 
     ncclResult_t error = ncclSuccess;  ///< once set, every call on the comm returns it
@@ -149,6 +155,9 @@ int create_endpoint(Comm& c, void* ring, std::uint32_t ring_bytes, std::string* 
 int connect_endpoint(Comm& c, const PeerInfo& peer, std::uint32_t my_psn, std::string* error);
 /// The MTU this side asks for (QpDefaults::mtu_bytes, else 4096).
 std::uint32_t local_mtu(const NetDevice& d);
+/// The attributes of the device configuration's QP defaults (access flags,
+/// MTU, mpr, path policy, EVs, timeout, retries, CC) for RTR and RTS.
+QpAttr qp_defaults_attr(const NetDevice& d);
 /// Posts one receive for an incoming immediate. dev->mu held.
 int post_imm_recv(Comm& c);
 

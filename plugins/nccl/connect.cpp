@@ -14,6 +14,7 @@
 //
 // The socket then stays open for the life of the comm (protocol.cpp's
 // liveness check).
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -25,14 +26,13 @@
 
 #include <fmt/format.h>
 
+#include "cm_setup.hpp"
 #include "comm.hpp"
 #include "core.hpp"
 #include "handle.hpp"
 #include "log.hpp"
 
 namespace omrc::nccl {
-
-namespace {
 
 std::uint64_t now_ns() {
     return static_cast<std::uint64_t>(
@@ -69,6 +69,8 @@ std::uint64_t handshake_timeout_ns() {
     return ns;
 }
 
+namespace {
+
 PeerInfo my_info(const Comm& c, std::uint64_t nonce, std::uint32_t psn, const void* ring, std::uint32_t ring_bytes) {
     PeerInfo i;
     i.nonce = nonce;
@@ -99,6 +101,7 @@ struct Connecting {
     std::unique_ptr<SendComm> comm;
     std::uint32_t psn = 0;
     std::uint64_t deadline_ns = 0;
+    std::unique_ptr<CmConnecting> cm;  ///< set: over the connection manager (the fields above unused)
 };
 
 std::mutex g_connecting_mu;
@@ -108,6 +111,7 @@ std::map<std::uint64_t, std::unique_ptr<Connecting>> g_connecting;  ///< by conn
 /// *out NULL while it waits, or an error (the connection is then dropped).
 ncclResult_t step(Connecting& k, SendComm** out) {
     *out = nullptr;
+    if (k.cm) return cm_connect_step(*k.cm, out);
     const std::string where = k.handle.listener.to_string();
     std::string error;
     if (now_ns() > k.deadline_ns)
@@ -215,6 +219,7 @@ struct Accepting {
 struct ListenComm {
     std::uint32_t magic = kListenCommMagic;
     NetDevice* dev = nullptr;
+    std::unique_ptr<CmListener> cm;  ///< set: listening on the connection manager (no socket)
     int fd = -1;
     SockAddr addr;
     std::uint64_t nonce = 0;
@@ -240,6 +245,7 @@ void drop(ListenComm& l, const std::string& why, int err = EPROTO) {
 /// error only for failures of this side (a bad peer is dropped instead).
 ncclResult_t accept_step(ListenComm& l, RecvComm** out) {
     *out = nullptr;
+    if (l.cm) return cm_accept_step(*l.cm, out);
     if (!l.pending) {
         int fd = -1;
         const int rc = tcp_accept(l.fd, &fd);
@@ -344,6 +350,17 @@ ncclResult_t net_listen(int dev, void* handle, void** listen_comm) {
         return fail(ncclInvalidArgument, "listen: no device {} ({} devices)", dev, DeviceTable::instance().count());
     auto l = std::make_unique<ListenComm>();
     l->dev = d;
+    if (setup_mode() == SetupMode::cm && d->planes > kCmHandleMaxPlanes) {
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+            log_line(Level::info, fmt::format("listen on device {}: its {} planes do not fit a connection-manager "
+                                              "handle (at most {}); listening over TCP",
+                                              d->config.name, d->planes, kCmHandleMaxPlanes));
+    } else if (setup_mode() == SetupMode::cm) {
+        if (const ncclResult_t rc = cm_listen(*d, handle, &l->cm); rc != ncclSuccess) return rc;
+        *listen_comm = l.release();
+        return ncclSuccess;
+    }
     l->nonce = random_u64();
     std::string error;
     if (const int rc = tcp_listen(d->listen_ip, &l->fd, &l->addr, &error))
@@ -364,14 +381,24 @@ ncclResult_t net_connect(int dev, void* handle, void** send_comm) {
     if (d == nullptr)
         return fail(ncclInvalidArgument, "connect: no device {} ({} devices)", dev, DeviceTable::instance().count());
     ListenHandle h;
+    CmHandle cmh;
     std::string error;
-    if (read_handle(handle, &h, &error) != 0) return fail(ncclInvalidArgument, "connect: {}", error);
+    const bool cm = handle_version(handle) == kCmHandleVersion;
+    if (cm ? read_cm_handle(handle, &cmh, &error) != 0 : read_handle(handle, &h, &error) != 0)
+        return fail(ncclInvalidArgument, "connect: {}", error);
 
     const std::lock_guard lock(g_connecting_mu);
-    std::uint64_t stage = h.stage;
+    std::uint64_t stage = cm ? cmh.stage : h.stage;
     if (stage == 0) {
         std::unique_ptr<Connecting> k;
-        if (const ncclResult_t rc = start_connect(*d, h, handle, &k); rc != ncclSuccess) return rc;
+        if (cm) {
+            k = std::make_unique<Connecting>();
+            k->dev = d;
+            std::memcpy(k->handle_bytes, handle, kHandleBytes);
+            if (const ncclResult_t rc = cm_connect_start(*d, cmh, &k->cm); rc != ncclSuccess) return rc;
+        } else if (const ncclResult_t rc = start_connect(*d, h, handle, &k); rc != ncclSuccess) {
+            return rc;
+        }
         stage = random_u64();
         write_handle_stage(handle, stage);
         g_connecting.emplace(stage, std::move(k));

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "cm_setup.hpp"
 #include "log.hpp"
 #include "socket.hpp"
 
@@ -93,6 +94,7 @@ std::uint64_t keepalive_period_ns() {
 
 std::size_t NetDevice::progress_locked() {
     const std::size_t n = device->progress();
+    route_cm_events(*this);
     last_progress_ns.store(steady_ns(), std::memory_order_relaxed);
     return n;
 }

@@ -25,6 +25,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,8 +54,13 @@ struct NetDevice {
     std::uint32_t planes = 0;
     /// steady-clock ns of the last progress() (read by the keep-alive thread).
     std::atomic<std::uint64_t> last_progress_ns{0};
+    /// Connection-manager events waiting for their taker (cm_setup.hpp), mu
+    /// held: by connection (comms and connections being set up) and the
+    /// connect requests by service (listeners).
+    std::map<std::uint32_t, std::deque<CmEvent>> cm_by_id;
+    std::map<std::uint64_t, std::deque<CmEvent>> cm_requests;
 
-    /// One progress pass; mu held.
+    /// One progress pass (and the CM events it raised filed); mu held.
     std::size_t progress_locked();
 };
 

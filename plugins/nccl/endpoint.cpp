@@ -70,19 +70,29 @@ int create_endpoint(Comm& c, void* ring, std::uint32_t ring_bytes, std::string* 
     return 0;
 }
 
-int connect_endpoint(Comm& c, const PeerInfo& peer, std::uint32_t my_psn, std::string* error) {
-    const QpDefaults& q = c.dev->config.qp;
+QpAttr qp_defaults_attr(const NetDevice& d) {
+    const QpDefaults& q = d.config.qp;
     QpAttr a;
+    a.qp_access_flags = AccessFlags::local_write | AccessFlags::remote_write;
+    a.mtu_bytes = local_mtu(d);
+    a.mpr = q.mpr;
+    a.path_policy = q.path_policy;
+    a.evs = q.evs;
+    a.backup_evs = q.backup_evs;
+    if (q.timeout_ns != 0) a.timeout_ns = q.timeout_ns;
+    a.retry_cnt = q.retry_cnt;
+    a.cc = q.cc;
+    return a;
+}
+
+int connect_endpoint(Comm& c, const PeerInfo& peer, std::uint32_t my_psn, std::string* error) {
+    QpAttr a = qp_defaults_attr(*c.dev);
     a.qp_state = QpState::rtr;
     a.dest_qp_num = peer.qpn;
     a.dest_conn_id = peer.conn_id;
     a.rq_psn = peer.psn;
     a.peer = peer.address;
     a.mtu_bytes = std::min(local_mtu(*c.dev), peer.mtu);
-    a.mpr = q.mpr;
-    a.path_policy = q.path_policy;
-    a.evs = q.evs;
-    a.backup_evs = q.backup_evs;
     if (const int rc = c.qp->modify(a, QpAttrMask::state | QpAttrMask::path | QpAttrMask::dest_qpn |
                                            QpAttrMask::rq_psn | QpAttrMask::mtu | QpAttrMask::mpr)) {
         *error = fmt::format("modify(RTR): {}", std::strerror(rc));
@@ -90,9 +100,6 @@ int connect_endpoint(Comm& c, const PeerInfo& peer, std::uint32_t my_psn, std::s
     }
     a.qp_state = QpState::rts;
     a.sq_psn = my_psn;
-    if (q.timeout_ns != 0) a.timeout_ns = q.timeout_ns;
-    a.retry_cnt = q.retry_cnt;
-    a.cc = q.cc;
     if (const int rc = c.qp->modify(
             a, QpAttrMask::state | QpAttrMask::sq_psn | QpAttrMask::timeout | QpAttrMask::retry_cnt | QpAttrMask::cc)) {
         *error = fmt::format("modify(RTS): {}", std::strerror(rc));

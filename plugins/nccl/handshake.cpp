@@ -157,4 +157,34 @@ void decode_reject(const std::uint8_t* body, std::size_t len, int* err, std::str
     reason->assign(reinterpret_cast<const char*>(body + 8), n);
 }
 
+void encode_ring_info(const RingInfo& r, std::uint8_t out[kRingInfoBytes]) {
+    std::memcpy(out, &kByteOrderMark, 4);
+    put_be<std::uint16_t>(out + 4, kRingInfoVersion);
+    put_be<std::uint16_t>(out + 6, 0);
+    put_be<std::uint64_t>(out + 8, r.addr);
+    put_be<std::uint32_t>(out + 16, r.rkey);
+    put_be<std::uint32_t>(out + 20, r.bytes);
+}
+
+int decode_ring_info(const std::uint8_t* p, std::size_t len, std::uint32_t ring_bytes, RingInfo* out,
+                     std::string* error) {
+    auto bad = [&](std::string what) {
+        *error = std::move(what);
+        return EPROTO;
+    };
+    if (len != kRingInfoBytes) return bad(fmt::format("private data of {} bytes, expected {}", len, kRingInfoBytes));
+    if (std::memcmp(p, &kByteOrderMark, 4) != 0) return bad("the peer's byte order differs from ours");
+    if (const auto v = get_be<std::uint16_t>(p + 4); v != kRingInfoVersion)
+        return bad(fmt::format("ring information version {}, this plugin speaks {}", v, kRingInfoVersion));
+    if (get_be<std::uint16_t>(p + 6) != 0) return bad("reserved field not zero");
+    RingInfo r;
+    r.addr = get_be<std::uint64_t>(p + 8);
+    r.rkey = get_be<std::uint32_t>(p + 16);
+    r.bytes = get_be<std::uint32_t>(p + 20);
+    if (r.addr == 0 || r.rkey == 0) return bad("no ring address or key");
+    if (r.bytes != ring_bytes) return bad(fmt::format("ring of {} bytes, expected {}", r.bytes, ring_bytes));
+    *out = r;
+    return 0;
+}
+
 }  // namespace omrc::nccl

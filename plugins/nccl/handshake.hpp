@@ -60,4 +60,25 @@ int decode_info(const std::uint8_t* body, std::size_t len, std::uint32_t ring_by
 /// A REJECT body: the peer's errno and reason.
 void decode_reject(const std::uint8_t* body, std::size_t len, int* err, std::string* reason);
 
+// With the connection manager (cm_setup.hpp) the CM carries QPN, PSN, MTU and
+// addresses itself; the REQ's and REP's private data carry the ring of the
+// side that sends them (kRingInfoBytes, integers big-endian):
+//
+//   0  4 bytes byte-order mark (host order)   4 u16 version 1, u16 0
+//   8  u64 ring address   16 u32 ring rkey   20 u32 ring bytes
+
+inline constexpr std::size_t kRingInfoBytes = 24;
+inline constexpr std::uint16_t kRingInfoVersion = 1;
+
+struct RingInfo {
+    std::uint64_t addr = 0;
+    std::uint32_t rkey = 0;
+    std::uint32_t bytes = 0;
+};
+
+void encode_ring_info(const RingInfo& r, std::uint8_t out[kRingInfoBytes]);
+/// 0, or EPROTO with *error (`ring_bytes` is the size this side expects).
+int decode_ring_info(const std::uint8_t* p, std::size_t len, std::uint32_t ring_bytes, RingInfo* out,
+                     std::string* error);
+
 }  // namespace omrc::nccl

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cm_setup.hpp"
 #include "comm.hpp"
 #include "log.hpp"
 #include "socket.hpp"
@@ -21,12 +22,6 @@ namespace {
 constexpr std::uint64_t kPeerGoneGraceNs = 200'000'000;
 /// How often a waiting comm looks at its socket.
 constexpr std::uint64_t kLivenessPeriodNs = 1'000'000;
-
-std::uint64_t now_ns() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count());
-}
 
 std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
@@ -121,6 +116,16 @@ void on_data(RecvComm& c, const Wc& wc) {
 }
 
 void on_completion(Comm& c, const Wc& wc) {
+    if (wc.wr_id == kProbeWrId) {
+        c.probe_outstanding = false;
+        if (wc.status == WcStatus::success || wc.status == WcStatus::wr_flush_err) return;
+    }
+    if (wc.status == WcStatus::wr_flush_err && c.cm_id != 0 && (c.peer_gone_ns != 0 || cm_peer_gone(c))) {
+        // The peer disconnected and our QP went to ERR: as with a closed
+        // socket, requests still open fail after the grace period (check_peer).
+        if (c.peer_gone_ns == 0) c.peer_gone_ns = now_ns();
+        return;
+    }
     if (wc.status != WcStatus::success) {
         c.fail(result_of(wc.status),
                fmt::format("OpenMRC work completion {} ({}) on QP {:#x}",
@@ -174,13 +179,17 @@ void check_peer(Comm& c) {
     if (now < c.next_liveness_ns) return;
     c.next_liveness_ns = now + kLivenessPeriodNs;
     if (c.peer_gone_ns == 0) {
-        if (tcp_peer_alive(c.fd) != 0) c.peer_gone_ns = now;
+        if (c.cm_id != 0 ? cm_peer_gone(c) : tcp_peer_alive(c.fd) != 0)
+            c.peer_gone_ns = now;
+        else if (c.cm_id != 0)
+            cm_probe(c, now);
         return;
     }
     if (now - c.peer_gone_ns >= kPeerGoneGraceNs)
-        c.fail(ncclRemoteError,
-               "the peer closed its comm or exited (its connection socket is closed) while this "
-               "comm still waited for it");
+        c.fail(ncclRemoteError, c.cm_id != 0 ? "the peer closed its comm or exited (the connection manager reports "
+                                               "it disconnected) while this comm still waited for it"
+                                             : "the peer closed its comm or exited (its connection socket is "
+                                               "closed) while this comm still waited for it");
 }
 
 ncclResult_t post_send(SendComm& c, void* data, std::size_t size, int tag, MrHandle* mh, Request** out) {

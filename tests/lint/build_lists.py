@@ -172,15 +172,15 @@ def meson_lists(root):
         text = strip_comments(f.read())
     sources = {os.path.normpath(s) for s in re.findall(r"'([^']*)'", text) if SOURCE_RE.search(s)}
     tests = set()
-    # foreach VAR : [ 'a', 'b' ] ... test(VAR, ...) ... endforeach
+    # foreach VAR : [ 'a', 'b' ] ... test(VAR, ...) or test(VAR + 'suffix', ...) ... endforeach
     loops = []
     for m in re.finditer(r"\bforeach\s+(\w+)\s*:\s*\[([^\]]*)\](.*?)\bendforeach\b", text, re.S):
         items = re.findall(r"'([^']*)'", m.group(2))
-        for t in re.finditer(r"\btest\(\s*(\w+)\s*,", m.group(3)):
+        for t in re.finditer(r"\btest\(\s*(\w+)\s*(?:\+\s*'([^']*)'\s*)?,", m.group(3)):
             if t.group(1) == m.group(1):
-                tests.update(items)
+                tests.update(item + (t.group(2) or "") for item in items)
         loops.append((m.start(), m.end()))
-    for t in re.finditer(r"\btest\(\s*(?:'([^']*)'|(\w+))\s*,", text):
+    for t in re.finditer(r"\btest\(\s*(?:'([^']*)'|(\w+))\s*(?:\+\s*'[^']*'\s*)?,", text):
         if t.group(1) is not None:
             tests.add(t.group(1))
         elif not any(a <= t.start() < b for a, b in loops):

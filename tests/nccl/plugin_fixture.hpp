@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,13 @@ inline std::unique_ptr<Net> open_net(int version = kNewestVersion) {
     auto net = plugin().net(version);
     if (net && net->init() != ncclSuccess) return nullptr;
     return net;
+}
+
+/// Do listens run over the connection manager (the default; the *_tcp
+/// tests set OMRC_NCCL_SETUP=tcp)?
+inline bool cm_setup() {
+    const char* v = std::getenv("OMRC_NCCL_SETUP");
+    return v == nullptr || std::string_view(v) != "tcp";
 }
 
 inline Clock::time_point seconds_from_now(int s) { return Clock::now() + std::chrono::seconds(s); }

@@ -28,11 +28,18 @@ TEST_CASE("garbage or stale handles make connect fail, never crash", "[nccl_erro
     void* lc = nullptr;
     REQUIRE(net->listen(0, good.data(), &lc) == ncclSuccess);
     SECTION("one corrupted field at a time") {
-        for (std::size_t byte : {0u, 4u, 6u, 7u, 24u, 25u, 32u, 60u, 127u}) {
+        // The TCP handle: magic, version, family, reserved, port, nonce,
+        // reserved. The connection manager's (version 2): magic, version,
+        // planes, reserved, service id, reserved beyond the planes' MACs.
+        const bool cm = cm_setup();
+        CHECK(good[5] == (cm ? 2 : 1));
+        const std::vector<std::size_t> fields = cm ? std::vector<std::size_t>{0, 4, 6, 7, 28, 32, 100, 127}
+                                                   : std::vector<std::size_t>{0, 4, 6, 7, 24, 25, 32, 60, 127};
+        for (std::size_t byte : fields) {
             Handle h = good;
             h[byte] ^= 0xff;
-            if (byte == 24u || byte == 25u) h[24] = h[25] = 0;              // port 0
-            if (byte == 32u) std::fill(h.begin() + 32, h.begin() + 40, 0);  // nonce 0
+            if (!cm && (byte == 24u || byte == 25u)) h[24] = h[25] = 0;    // port 0
+            if (byte == 32u) std::fill(h.begin() + 32, h.begin() + 40, 0);  // nonce / service id 0
             void* sc = nullptr;
             INFO("byte " << byte);
             CHECK(net->connect(0, h.data(), &sc) == ncclInvalidArgument);
@@ -55,6 +62,8 @@ TEST_CASE("garbage or stale handles make connect fail, never crash", "[nccl_erro
         while (rc == ncclSuccess && sc == nullptr && Clock::now() < deadline) rc = net->connect(0, good.data(), &sc);
         CHECK(rc == ncclRemoteError);
         CHECK(sc == nullptr);
+        // Over the connection manager the device answers for the closed service.
+        if (cm_setup()) CHECK(LogSink::instance().contains("refused (no_listener)"));
     }
     SECTION("a device that does not exist") {
         void* sc = nullptr;
