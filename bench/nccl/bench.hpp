@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/collectives.hpp"
+#include "harness/plugin_loader.hpp"
 
 namespace omrc::nccl::bench {
 
@@ -33,6 +34,7 @@ struct Options {
     int window = 8;
     int abi_version = 12;
     std::string plugin;  ///< libnccl-net-omrc.so
+    int setup_pairs = 0;  ///< --setup: comm pairs set up per mode instead of allreduces (0: allreduces)
     // A rank process of a udp run (set by rank 0 when it starts the others).
     int rank = 0;
     std::string job_dir;
@@ -55,6 +57,9 @@ std::vector<std::size_t> sizes(const Options& o);
 /// Runs every size as rank `rank` of o.ranks over `net` (initialised, device
 /// 0) and returns rank 0's rows (other ranks: empty). Handles go through `ex`.
 test::Status run_rank(test::Net& net, int rank, const Options& o, test::Exchange& ex, std::vector<Row>* rows);
+
+/// --setup: times o.setup_pairs comm pairs set up over the CM and over TCP, alternately; prints the table.
+int run_setup(const Options& o, test::Plugin& plugin);
 
 void print_header(const Options& o, bool threads);
 void print_row(const Row& r);

@@ -106,6 +106,10 @@ int main(int argc, char** argv) {
     app.add_option("--window", o.window, "slices in flight per direction")->check(CLI::Range(1, NCCL_NET_MAX_REQUESTS));
     app.add_option("--abi", o.abi_version, "ncclNetPlugin_vN the ranks use")->check(CLI::Range(8, 12));
     app.add_option("--plugin", o.plugin, "path of libnccl-net-omrc.so");
+    app.add_option("--setup", o.setup_pairs,
+                   "instead of allreduces: set this many comm pairs up over the connection manager and over TCP, "
+                   "alternately, and report the times (loopback)")
+        ->check(CLI::Range(2, 100000));
     app.add_option("--rank", o.rank, "(internal: a rank process of a udp run)")->group("");
     app.add_option("--job-dir", o.job_dir, "(internal: where a udp run's ranks meet)")->group("");
     CLI11_PARSE(app, argc, argv);
@@ -156,8 +160,18 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "dlopen %s: %s\n", o.plugin.c_str(), plugin.error().c_str());
         return 1;
     }
-    if (o.rank == 0) print_header(o, threads);
     int rc = 0;
+    if (o.setup_pairs > 0) {
+        if (!threads) {
+            std::fprintf(stderr, "--setup runs on the loopback driver (one process)\n");
+            rc = 64;
+        } else {
+            rc = run_setup(o, plugin);
+        }
+        if (!temp_dir.empty()) std::filesystem::remove_all(temp_dir);
+        return rc;
+    }
+    if (o.rank == 0) print_header(o, threads);
     if (threads) {
         rc = run_threads(o, plugin);
     } else {
