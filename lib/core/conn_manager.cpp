@@ -59,21 +59,49 @@ const ConnManager::Listener* ConnManager::listener(std::uint64_t service_id) con
 }
 
 ConnManager::Conn* ConnManager::find(std::uint32_t id) noexcept {
-    for (Conn& c : conns_)
-        if (c.id == id) return &c;
-    return nullptr;
+    const auto it = conns_.find(id);
+    return it != conns_.end() ? &it->second : nullptr;
 }
 
 ConnManager::Conn* ConnManager::find_peer(const wire::Ipv6Addr& peer, std::uint32_t peer_id) noexcept {
-    for (Conn& c : conns_)
-        if (!c.requester && c.peer_id == peer_id && c.peer == peer) return &c;
-    return nullptr;
+    const auto it = responders_.find(PeerKey{peer, peer_id});
+    return it != responders_.end() ? find(it->second) : nullptr;
 }
 
 const wire::CmMessage* ConnManager::peer_message(std::uint32_t id) const noexcept {
-    for (const Conn& c : conns_)
-        if (c.id == id) return c.state == State::req_sent ? nullptr : &c.got;
-    return nullptr;
+    const auto it = conns_.find(id);
+    if (it == conns_.end()) return nullptr;
+    return it->second.state == State::req_sent ? nullptr : &it->second.got;
+}
+
+void ConnManager::count(const Conn& c, int delta) {
+    if (c.requester) return;
+    auto bump = [delta](auto& map, const auto& key) {
+        auto& n = map[key];
+        n = static_cast<std::uint32_t>(static_cast<int>(n) + delta);
+        if (n == 0) map.erase(key);
+    };
+    if (c.state == State::req_received) bump(backlog_, c.service_id);
+    if (c.state == State::req_received || c.state == State::rep_sent) bump(half_open_, PeerKey{c.peer, 0});
+}
+
+void ConnManager::set_state(Conn& c, State s) {
+    count(c, -1);
+    c.state = s;
+    count(c, +1);
+}
+
+void ConnManager::set_timer(Conn& c, TimeNs at) {
+    c.next_ns = at;
+    if (at != kNever) timers_.push({at, c.id});
+}
+
+ConnManager::Conn& ConnManager::insert(const Conn& c) {
+    Conn& in = conns_.emplace(c.id, c).first->second;
+    if (!in.requester) responders_[PeerKey{in.peer, in.peer_id}] = in.id;
+    count(in, +1);
+    if (in.next_ns != kNever) timers_.push({in.next_ns, in.id});
+    return in;
 }
 
 std::uint32_t ConnManager::new_id() {
@@ -94,7 +122,7 @@ void ConnManager::send_reject(const wire::Ipv6Addr& to, const CmMessage& req, Cm
 }
 
 void ConnManager::arm(Conn& c, TimeNs now) {
-    c.next_ns = now + c.rto;
+    set_timer(c, now + std::max<TimeNs>(c.rto, 1));  // later than now: on_timer's loop ends
     c.rto = std::min(c.rto * 2, limits_.max_rto_ns);
 }
 
@@ -111,16 +139,19 @@ void ConnManager::event(CmEventKind kind, const Conn& c, CmReject reason, bool l
 }
 
 void ConnManager::end(std::uint32_t id, TimeNs now) {
-    auto it = std::find_if(conns_.begin(), conns_.end(), [&](const Conn& c) { return c.id == id; });
-    if (it == conns_.end()) return;
+    const auto found = conns_.find(id);
+    if (found == conns_.end()) return;
+    const Conn& c = found->second;
+    count(c, -1);
+    if (!c.requester) responders_.erase(PeerKey{c.peer, c.peer_id});
     if (limits_.max_timewait > 0) {
         if (timewait_ids_.size() >= limits_.max_timewait) drop_oldest_timewait();
-        const TimeWait t{it->peer, it->peer_id, it->id, now + limits_.timewait_ns};
+        const TimeWait t{c.peer, c.peer_id, c.id, now + limits_.timewait_ns};
         timewait_ids_[t.id] = t;
         timewait_order_.push_back(t.id);
         timewait_peers_[PeerKey{t.peer, t.peer_id}] = t.until;
     }
-    conns_.erase(it);
+    conns_.erase(found);  // its timer entry goes stale
 }
 
 void ConnManager::drop_oldest_timewait() {
@@ -214,10 +245,11 @@ int ConnManager::connect(const wire::Ipv6Addr& peer, const CmMessage& route, con
     std::array<std::uint8_t, wire::kCmMaxMessage> scratch{};
     if (c.sent.encode(scratch, len) != wire::WireError::ok) return EINVAL;
     c.rto = limits_.rto_ns;
-    arm(c, now);
+    c.next_ns = now + c.rto;  // arm()'s, queued by insert()
+    c.rto = std::min(c.rto * 2, limits_.max_rto_ns);
     send(peer, c.sent, c.route);
     id = c.id;
-    conns_.push_back(c);
+    insert(c);
     return 0;
 }
 
@@ -242,7 +274,7 @@ int ConnManager::accept(std::uint32_t id, const CmMessage& rep, TimeNs now) {
     std::array<std::uint8_t, wire::kCmMaxMessage> scratch{};
     if (m.encode(scratch, len) != wire::WireError::ok) return EINVAL;
     c->sent = m;
-    c->state = State::rep_sent;
+    set_state(*c, State::rep_sent);
     c->attempts = 0;
     c->rto = limits_.rto_ns;
     arm(*c, now);
@@ -273,8 +305,8 @@ int ConnManager::confirm(std::uint32_t id, TimeNs now) {
     c->sent.type = CmType::rtu;
     c->sent.src_comm_id = c->id;
     c->sent.dst_comm_id = c->peer_id;
-    c->state = State::established;
-    c->next_ns = kNever;
+    set_state(*c, State::established);
+    set_timer(*c, kNever);
     send(c->peer, c->sent, c->route);
     ++stats_.established;
     (void)now;
@@ -293,7 +325,7 @@ int ConnManager::disconnect(std::uint32_t id, TimeNs now) {
     c->sent.type = CmType::dreq;
     c->sent.src_comm_id = c->id;
     c->sent.dst_comm_id = c->peer_id;
-    c->state = State::dreq_sent;
+    set_state(*c, State::dreq_sent);
     c->attempts = 0;
     c->rto = limits_.rto_ns;
     arm(*c, now);
@@ -336,8 +368,8 @@ void ConnManager::on_message(const wire::Ipv6Addr& from, const CmMessage& m, Tim
             return;
         case CmType::rtu:
             if (c->state != State::rep_sent) return;  // a repeated RTU
-            c->state = State::established;
-            c->next_ns = kNever;
+            set_state(*c, State::established);
+            set_timer(*c, kNever);
             ++stats_.established;
             event(CmEventKind::established, *c);
             return;
@@ -405,12 +437,10 @@ void ConnManager::on_req(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
         return;
     }
     if (l == nullptr) return send_reject(from, m, CmReject::no_listener);
-    std::uint32_t pending = 0, of_peer = 0;
-    for (const Conn& c : conns_) {
-        if (c.requester || (c.state != State::req_received && c.state != State::rep_sent)) continue;
-        if (c.state == State::req_received && c.service_id == m.service_id) ++pending;
-        if (c.peer == from) ++of_peer;
-    }
+    const auto b = backlog_.find(m.service_id);
+    const auto h = half_open_.find(PeerKey{from, 0});
+    const std::uint32_t pending = b != backlog_.end() ? b->second : 0;
+    const std::uint32_t of_peer = h != half_open_.end() ? h->second : 0;
     const bool want_cookie = l->how.cookies == CmCookies::under_load && 2 * pending >= l->how.backlog;
     if (!cookie_checked && want_cookie && !cookie_ok(from, m, now)) return send_cookie();
     if (l->how.require_encryption && m.encryption == 0) return send_reject(from, m, CmReject::security_required);
@@ -435,9 +465,9 @@ void ConnManager::on_req(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
     c.got = m;
     c.route = m;
     c.next_ns = now + limits_.accept_timeout_ns;
-    conns_.push_back(c);
+    const Conn& in = insert(c);
     ++stats_.requests;
-    event(CmEventKind::request, conns_.back());
+    event(CmEventKind::request, in);
 }
 
 void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs now) {
@@ -474,8 +504,8 @@ void ConnManager::on_rep(const wire::Ipv6Addr& from, const CmMessage& m, TimeNs 
         end(c->id, now);
         return;
     }
-    c->state = State::reply_wait;
-    c->next_ns = now + limits_.accept_timeout_ns;
+    set_state(*c, State::reply_wait);
+    set_timer(*c, now + limits_.accept_timeout_ns);
     event(CmEventKind::reply, *c);
 }
 
@@ -486,13 +516,12 @@ void ConnManager::on_timer(TimeNs now) {
         if (it != timewait_ids_.end() && it->second.until > now) break;
         drop_oldest_timewait();
     }
-    // Collected first: end() changes conns_.
-    std::vector<std::uint32_t> due;
-    for (const Conn& c : conns_)
-        if (c.next_ns <= now) due.push_back(c.id);
-    for (std::uint32_t id : due) {
+    // Due timers in time order; a resend queues the next one later than now.
+    while (!timers_.empty() && timers_.top().first <= now) {
+        const auto [at, id] = timers_.top();
+        timers_.pop();
         Conn* c = find(id);
-        if (c == nullptr) continue;
+        if (c == nullptr || c->next_ns != at) continue;  // stale: ended, or set again since
         const bool resends = c->state == State::req_sent || c->state == State::rep_sent || c->state == State::dreq_sent;
         if (resends && c->attempts < limits_.retries) {
             ++c->attempts;
@@ -523,7 +552,12 @@ TimeNs ConnManager::next_wakeup() const noexcept {
     TimeNs t = kNever;
     if (!timewait_order_.empty())
         if (auto it = timewait_ids_.find(timewait_order_.front()); it != timewait_ids_.end()) t = it->second.until;
-    for (const Conn& c : conns_) t = std::min(t, c.next_ns);
+    while (!timers_.empty()) {  // drop the stale entries on top
+        const auto it = conns_.find(timers_.top().second);
+        if (it != conns_.end() && it->second.next_ns == timers_.top().first) break;
+        timers_.pop();
+    }
+    if (!timers_.empty()) t = std::min(t, timers_.top().first);
     wake_cached_ = t;
     wake_dirty_ = false;
     return t;

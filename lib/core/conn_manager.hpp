@@ -19,7 +19,10 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/rng.hpp"
@@ -198,6 +201,14 @@ private:
     void send(const wire::Ipv6Addr& to, const wire::CmMessage& m, const wire::CmMessage& about);
     void send_reject(const wire::Ipv6Addr& to, const wire::CmMessage& req, wire::CmReject reason);
     void arm(Conn& c, TimeNs now);
+    /// Sets c's timer (kNever: none) and queues it in timers_.
+    void set_timer(Conn& c, TimeNs at);
+    /// Every state change of a connection goes through here (it keeps the
+    /// listeners' counts of half-open requests).
+    void set_state(Conn& c, State s);
+    /// Adds (+1) or removes (-1) c from the counts of its state.
+    void count(const Conn& c, int delta);
+    Conn& insert(const Conn& c);
     void end(std::uint32_t id, TimeNs now);
     void event(CmEventKind kind, const Conn& c, wire::CmReject reason = wire::CmReject::none, bool local = false,
                const wire::CmMessage* msg = nullptr);
@@ -217,11 +228,23 @@ private:
     std::array<std::uint8_t, 32> cookie_secret_{};
     mutable security::CookieMac cookie_mac_;
     /// next_wakeup()'s answer, kept until a call that can move a timer
-    /// (connect .. on_timer) marks it stale: it walks the live connections.
+    /// (connect .. on_timer) marks it stale.
     mutable TimeNs wake_cached_ = kNever;
     mutable bool wake_dirty_ = true;  ///< keyed with cookie_secret_ once (make_cookie is const)
     std::vector<Listener> listeners_;
-    std::vector<Conn> conns_;
+    std::unordered_map<std::uint32_t, Conn> conns_;  ///< live connections by our id
+    /// Responder connections by the peer's end (a repeated REQ finds its own).
+    std::unordered_map<PeerKey, std::uint32_t, PeerKeyHash> responders_;
+    /// Requests received and not yet accepted or rejected, per service (the backlog).
+    std::unordered_map<std::uint64_t, std::uint32_t> backlog_;
+    /// Responder connections in req_received or rep_sent per peer address
+    /// (PeerKey with peer_id 0): the per-peer limit.
+    std::unordered_map<PeerKey, std::uint32_t, PeerKeyHash> half_open_;
+    /// (due time, id) of every timer set, soonest first. A connection's timer
+    /// is the entry matching its next_ns; others are stale and dropped when
+    /// they come up (next_wakeup and on_timer).
+    using TimerEntry = std::pair<TimeNs, std::uint32_t>;
+    mutable std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<>> timers_;
     // Time-wait: the entries by our id, the same ids oldest first (every
     // entry lasts timewait_ns, so this is also expiry order), and the latest
     // expiry by the peer's end. A REQ from a flood looks up the peer index
