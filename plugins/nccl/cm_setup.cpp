@@ -77,12 +77,12 @@ bool next_event(NetDevice& d, std::uint32_t id, CmEvent* out) {
 
 SetupMode setup_mode() {
     const char* v = std::getenv("OMRC_NCCL_SETUP");
-    if (v == nullptr || *v == '\0' || std::string_view(v) == "cm") return SetupMode::cm;
-    if (std::string_view(v) == "tcp") return SetupMode::tcp;
+    if (v == nullptr || *v == '\0' || std::string_view(v) == "tcp") return SetupMode::tcp;
+    if (std::string_view(v) == "cm") return SetupMode::cm;
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
-        log_line(Level::warn, fmt::format("OMRC_NCCL_SETUP='{}' is neither cm nor tcp; using cm", v));
-    return SetupMode::cm;
+        log_line(Level::warn, fmt::format("OMRC_NCCL_SETUP='{}' is neither tcp nor cm; using tcp", v));
+    return SetupMode::tcp;
 }
 
 void route_cm_events(NetDevice& d) {

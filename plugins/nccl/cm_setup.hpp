@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Comms set up by OpenMRC's connection manager (docs/NCCL.md, "Connection
-// set-up"; docs/PROTOCOL.md §13), the default, instead of the TCP handshake
-// of handshake.hpp (OMRC_NCCL_SETUP=tcp at the listening rank, and for a
-// device of more planes than the handle holds). The handle names
+// set-up"; docs/PROTOCOL.md §13) instead of the TCP handshake of
+// handshake.hpp: OMRC_NCCL_SETUP=cm at the listening rank (not for a device
+// of more planes than the handle holds). Not the default yet: a peer's DREQ
+// moves our QP to ERR at once, and over a driver that reorders across
+// planes (udp) it can overtake the ACK of our last send, which then fails
+// (docs/NCCL.md, "Connection establishment"). The handle names
 // the listener's device and a service id of its own (handle.hpp, version 2);
 // the connector's QP goes to RTS on the CM's reply, the listener's on accept,
 // and the REQ's and REP's private data carry the rings (RingInfo).
@@ -35,8 +38,8 @@
 namespace omrc::nccl {
 
 enum class SetupMode { tcp, cm };
-/// OMRC_NCCL_SETUP at this moment: "cm" (the default) or "tcp"; anything
-/// else is logged once and taken as cm. Read by each listen: the handle
+/// OMRC_NCCL_SETUP at this moment: "tcp" (the default) or "cm"; anything
+/// else is logged once and taken as tcp. Read by each listen: the handle
 /// tells the connecting side which one it is.
 SetupMode setup_mode();
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Connection establishment: listen, connect, accept and the closes. By
-// default listen goes to the connection manager (cm_setup.hpp) and its
-// handle says so; connect follows the handle, accept the listen comm, and
-// the connect stages of both kinds share one table here. With
-// OMRC_NCCL_SETUP=tcp they are non-blocking state machines over TCP
-// (socket.hpp) exchanging the messages of handshake.hpp. NCCL calls connect
+// Connection establishment: listen, connect, accept and the closes. With
+// OMRC_NCCL_SETUP=cm listen goes to the connection manager (cm_setup.hpp)
+// and its handle says so; connect follows the handle, accept the listen
+// comm, and the connect stages of both kinds share one table here. By
+// default they are non-blocking state machines over TCP (socket.hpp)
+// exchanging the messages of handshake.hpp. NCCL calls connect
 // and accept again and again until they return a comm; each call moves the
 // exchange as far as it can without waiting.
 //

@@ -62,11 +62,11 @@ inline std::unique_ptr<Net> open_net(int version = kNewestVersion) {
     return net;
 }
 
-/// Do listens run over the connection manager (the default; the *_tcp
-/// tests set OMRC_NCCL_SETUP=tcp)?
+/// Do listens run over the connection manager (OMRC_NCCL_SETUP=cm, as the
+/// *_cm tests set it)?
 inline bool cm_setup() {
     const char* v = std::getenv("OMRC_NCCL_SETUP");
-    return v == nullptr || std::string_view(v) != "tcp";
+    return v != nullptr && std::string_view(v) == "cm";
 }
 
 inline Clock::time_point seconds_from_now(int s) { return Clock::now() + std::chrono::seconds(s); }
