@@ -148,8 +148,7 @@ ncclResult_t cm_accept_step(CmListener& l, RecvComm** out) {
     const std::lock_guard lock(d.mu);
     d.progress_locked();
     if (l.pending) {
-        CmEvent ev;
-        while (next_event(d, l.pending->cm_id, &ev)) {
+        if (CmEvent ev; next_event(d, l.pending->cm_id, &ev)) {  // its first event decides
             if (ev.type == CmEventType::established) {
                 *out = l.pending.release();
                 return ncclSuccess;
