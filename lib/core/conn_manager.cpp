@@ -313,7 +313,7 @@ int ConnManager::confirm(std::uint32_t id, TimeNs now) {
     return 0;
 }
 
-int ConnManager::disconnect(std::uint32_t id, TimeNs now) {
+int ConnManager::disconnect(std::uint32_t id, TimeNs now, std::optional<std::uint32_t> rcv_psn) {
     wake_dirty_ = true;
     Conn* c = find(id);
     if (c == nullptr) return ENOENT;
@@ -325,6 +325,8 @@ int ConnManager::disconnect(std::uint32_t id, TimeNs now) {
     c->sent.type = CmType::dreq;
     c->sent.src_comm_id = c->id;
     c->sent.dst_comm_id = c->peer_id;
+    c->sent.has_rcv_psn = rcv_psn.has_value();
+    c->sent.rcv_psn = rcv_psn.value_or(0) & 0xFFFFFF;
     set_state(*c, State::dreq_sent);
     c->attempts = 0;
     c->rto = limits_.rto_ns;
@@ -384,7 +386,7 @@ void ConnManager::on_message(const wire::Ipv6Addr& from, const CmMessage& m, Tim
             r.src_comm_id = c->id;
             r.dst_comm_id = c->peer_id;
             send(from, r, c->route);
-            event(CmEventKind::disconnected, *c);
+            event(CmEventKind::disconnected, *c, CmReject::none, false, &m);
             end(c->id, now);
             return;
         }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 #include <utility>
@@ -89,7 +90,8 @@ struct CmEvent {
     wire::Ipv6Addr peer{};
     wire::CmReject reason = wire::CmReject::none;
     bool local = false;                ///< rejected: this end refused (the reason is ours)
-    wire::CmMessage msg{};             ///< request: the REQ; reply: the REP; rejected: the REJ (if any)
+    wire::CmMessage msg{};             ///< request: the REQ; reply: the REP; rejected: the REJ (if any);
+                                       ///< disconnected: the peer's DREQ (if it sent one)
 };
 
 struct CmOutgoing {
@@ -139,7 +141,10 @@ public:
     /// Requester, after `reply`: sends the RTU. 0, ENOENT, EINVAL.
     int confirm(std::uint32_t id, TimeNs now);
     /// Either end of a connection past its REQ: DREQ (resent until the DREP). 0, ENOENT.
-    int disconnect(std::uint32_t id, TimeNs now);
+    /// `rcv_psn`: the QP's receive edge (every PSN before it arrived), which
+    /// the DREQ carries so that the peer completes the sends that arrived
+    /// before their ACK reached it; none when no QP stands behind the connection.
+    int disconnect(std::uint32_t id, TimeNs now, std::optional<std::uint32_t> rcv_psn = std::nullopt);
 
     void on_message(const wire::Ipv6Addr& from, const wire::CmMessage& m, TimeNs now);
     void on_timer(TimeNs now);

@@ -156,7 +156,7 @@ bool Engine::has_peer(const wire::Ipv6Addr& peer) const noexcept {
 QpInfo Engine::qp_info(std::uint32_t qpn) const noexcept {
     const Qp* qp = find_qp(qpn);
     if (qp == nullptr) return {};
-    return {qp->qpn, qp->conn_id, qp->state};
+    return {qp->qpn, qp->conn_id, qp->state, psn_add(qp->rcv_cack, 1)};
 }
 
 SubmitResult Engine::create_qp(const CmdCreateQp& c, TimeNs) {

@@ -80,6 +80,7 @@ struct QpInfo {
     std::uint32_t qpn = 0;
     std::uint16_t conn_id = 0;
     QpState state = QpState::reset;
+    std::uint32_t rcv_psn = 0;  ///< every PSN before this one arrived (rtr on; rq_psn until the first)
 };
 
 class Engine {
@@ -97,6 +98,14 @@ public:
     void on_rx(std::span<const std::uint8_t> frame, std::uint8_t plane, TimeNs now);
     /// Runs every timer due at `now`.
     void on_timer(TimeNs now);
+    /// The peer's DREQ gave its receive edge (every PSN before `rcv_psn`
+    /// arrived there): the packets below it count as acknowledged and
+    /// their messages complete, before the QP goes to ERR. Their own ACKs
+    /// may still be on the way, overtaken by the DREQ, or were never sent
+    /// (the peer's QP went first). An edge beyond what this QP sent is
+    /// ignored, and so is any edge for an encrypted QP (the DREQ is not
+    /// authenticated; its acknowledgements are). Returns the packets it acknowledged.
+    std::uint32_t on_peer_receive_edge(std::uint32_t qpn, std::uint32_t rcv_psn, TimeNs now);
     /// Verbs-layer commands (QP lifecycle, posting, link events).
     SubmitResult submit(const Command& cmd, TimeNs now);
     /// Frames ready to send. Payload segments point into registered memory

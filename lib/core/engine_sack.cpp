@@ -117,6 +117,27 @@ void Engine::advance_una(Qp& qp, TimeNs now) {
     if (answered) answer_reads(qp, now);
 }
 
+std::uint32_t Engine::on_peer_receive_edge(std::uint32_t qpn, std::uint32_t rcv_psn, TimeNs now) {
+    Qp* qp = qp_by_num(qpn);
+    if (qp == nullptr || qp->state != QpState::rts) return 0;
+    // CM messages are not sealed: an encrypted QP takes acknowledgements only
+    // from frames that authenticated (a forged DREQ must not complete a send).
+    if (qp->sec != nullptr) return 0;
+    // Only what this QP sent: an edge past snd_nxt is not the peer's to report.
+    if (psn_diff(rcv_psn, qp->snd_nxt) > 0 || psn_diff(rcv_psn, qp->snd_una) <= 0) return 0;
+    std::uint64_t acked_bytes = 0;
+    std::uint32_t n = 0;
+    for (std::uint32_t psn = qp->snd_una; psn != rcv_psn; psn = psn_add(psn, 1)) {
+        const bool was = qp->pkt(psn).acked || qp->pkt(psn).tx_count == 0;
+        ack_packet(*qp, psn, now, acked_bytes);
+        if (!was) ++n;
+    }
+    qp->stats.pkts_acked_by_dreq += n;
+    advance_una(*qp, now);
+    arm_timer(*qp);
+    return n;
+}
+
 void Engine::on_skip_signal(Qp& qp, const wire::SethHdr& s, TimeNs now) {
     // M names the EV of the triggering packet (or of the probe answered).
     if (s.skip == wire::SackSkip::none) return;

@@ -129,6 +129,9 @@ struct QpStats {
     std::uint64_t restores_received = 0;     ///< SACKs with CC_STATE restore_cwnd
     std::uint64_t penalties_received = 0;    ///< SACKs with a non-zero CC_STATE penalty
     std::uint64_t transport_acks_received = 0;  ///< positive 0xD1 ACKs acted on
+    /// Packets the peer's DREQ reported arrived that no ACK had (its receive
+    /// edge, Engine::on_peer_receive_edge): their ACKs were lost or overtaken.
+    std::uint64_t pkts_acked_by_dreq = 0;
     std::uint64_t ev_probes_sent = 0;        ///< endpoint EV_PROBE requests
     std::uint64_t ev_probe_answers = 0;      ///< their EETH answers
     std::uint64_t last_ev_probe_rtt_ns = 0;  ///< round trip of the latest answered EV probe

@@ -249,6 +249,7 @@ nlohmann::json qp_json(const core::Qp& qp) {
         {"reads_answered", s.reads_answered},           {"read_source_lost", s.read_source_lost},
         {"always_skip_received", s.always_skip_received}, {"restores_received", s.restores_received},
         {"penalties_received", s.penalties_received}, {"transport_acks_received", s.transport_acks_received},
+        {"pkts_acked_by_dreq", s.pkts_acked_by_dreq},
         {"transport_acks_sent", s.transport_acks_sent}, {"ev_probes_sent", s.ev_probes_sent},
         {"ev_probe_answers", s.ev_probe_answers},   {"last_ev_probe_rtt_ns", s.last_ev_probe_rtt_ns},
         {"psp_sealed", s.psp_sealed},               {"psp_opened", s.psp_opened},

@@ -114,6 +114,25 @@ void to_err(Qp& qp) {
 
 namespace detail {
 
+std::optional<std::uint32_t> DeviceCore::receive_edge(const Qp& qp) {
+    Worker& w = worker_of(qp);
+    const WorkerControl parked(*this, w);
+    const core::QpInfo i = w.engine->qp_info(qp.qp_num());
+    if (i.state == core::QpState::reset || i.state == core::QpState::init) return std::nullopt;
+    return i.rcv_psn;
+}
+
+void DeviceCore::peer_receive_edge(const Qp& qp, std::uint32_t rcv_psn) {
+    Worker& w = worker_of(qp);
+    const WorkerControl parked(*this, w);
+    (void)w.engine->on_peer_receive_edge(qp.qp_num(), rcv_psn, now());
+    w.loop->kick();  // the completions it produced
+}
+
+}  // namespace detail
+
+namespace detail {
+
 template <class F>
 auto DeviceCore::with_cm(F&& f) {
     Worker& w0 = *workers.front();
@@ -276,7 +295,9 @@ int Device::cm_disconnect(std::uint32_t id) {
     if (manager(d) == nullptr) return EOPNOTSUPP;
     auto it = d.cm_conns.find(id);
     if (it == d.cm_conns.end() || it->second.qp == nullptr || it->second.ending) return ENOENT;
-    if (const int e = d.with_cm([&](core::ConnManager& m) { return m.disconnect(id, d.now()); }); e != 0) return e;
+    const std::optional<std::uint32_t> edge = d.receive_edge(*it->second.qp);
+    if (const int e = d.with_cm([&](core::ConnManager& m) { return m.disconnect(id, d.now(), edge); }); e != 0)
+        return e;
     it->second.ending = true;
     if (it->second.moved) to_err(*it->second.qp);
     return 0;
@@ -318,7 +339,12 @@ void DeviceCore::cm_event(const core::CmEvent& e) {
             out.qp = it->second.qp;
             out.peer = it->second.peer;
             out.service_id = it->second.service_id;
-            if (it->second.qp != nullptr && it->second.moved && !it->second.ending) to_err(*it->second.qp);
+            if (it->second.qp != nullptr && it->second.moved && !it->second.ending) {
+                // What the peer's DREQ says arrived completes before the rest is flushed.
+                if (type == CmEventType::disconnected && e.msg.type == wire::CmType::dreq && e.msg.has_rcv_psn)
+                    peer_receive_edge(*it->second.qp, e.msg.rcv_psn);
+                to_err(*it->second.qp);
+            }
             cm_conns.erase(it);
         }
         if (type == CmEventType::rejected) {
@@ -357,7 +383,8 @@ void DeviceCore::cm_event(const core::CmEvent& e) {
                 log::logger().warn("cm: connection {:#x}: the QP cannot take the reply ({}); disconnecting", e.id,
                                       std::strerror(err));
                 c.moved = true;
-                (void)with_cm([&](core::ConnManager& m) { return m.disconnect(e.id, now()); });
+                const std::optional<std::uint32_t> edge = receive_edge(*c.qp);
+                (void)with_cm([&](core::ConnManager& m) { return m.disconnect(e.id, now(), edge); });
                 to_err(*c.qp);
                 c.ending = true;
                 out.type = CmEventType::rejected;
@@ -402,8 +429,11 @@ DeviceCore::CmConns::iterator DeviceCore::cm_conn_of(const Qp& qp) {
 
 void DeviceCore::cm_forget(const Qp& qp) {
     if (auto it = cm_conn_of(qp); it != cm_conns.end()) {
-        if (manager(*this) != nullptr && !it->second.ending)
-            (void)with_cm([&](core::ConnManager& m) { return m.disconnect(it->first, now()); });
+        if (manager(*this) != nullptr && !it->second.ending) {
+            const std::optional<std::uint32_t> edge =
+                it->second.qp != nullptr ? receive_edge(*it->second.qp) : std::nullopt;
+            (void)with_cm([&](core::ConnManager& m) { return m.disconnect(it->first, now(), edge); });
+        }
         cm_conns.erase(it);
     }
     // Events already queued that name the QP lose it.

@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -138,6 +139,12 @@ struct DeviceCore {
     /// then wakes worker 0 to send what f queued; f's result.
     template <class F>
     auto with_cm(F&& f);
+    /// The QP's receive edge for the DREQ it sends (every PSN before it
+    /// arrived); none before RTR.
+    std::optional<std::uint32_t> receive_edge(const Qp& qp);
+    /// The peer's DREQ reported `rcv_psn` as its receive edge: the sends
+    /// below it complete (their ACKs were overtaken or never sent).
+    void peer_receive_edge(const Qp& qp, std::uint32_t rcv_psn);
     /// A QP going away: its connection ends (a DREQ for one past its REQ).
     void cm_forget(const Qp& qp);
     /// Acts on one of the engine's CM events (moves QPs) and queues the API's event.

@@ -60,8 +60,8 @@ std::size_t CmMessage::wire_size() const noexcept {
         case CmType::rep: return kCmHeaderSize + kCmParamsSize + macs_size(planes) + private_len;
         case CmType::cookie: return kCmHeaderSize + kTokenSize;
         case CmType::rej: return kCmHeaderSize + kRejFixed + private_len;
+        case CmType::dreq: return kCmHeaderSize + kCmDreqBodySize;
         case CmType::rtu:
-        case CmType::dreq:
         case CmType::drep: return kCmHeaderSize;
     }
     return kCmHeaderSize;
@@ -71,6 +71,7 @@ WireError CmMessage::encode(std::span<std::uint8_t> out, std::size_t& len) const
     if (!known_type(static_cast<std::uint8_t>(type)) || src_comm_id == 0 || private_len > kCmPrivateMax)
         return WireError::bad_field;
     if (has_params(type) && !params_in_range(*this)) return WireError::bad_field;
+    if (type == CmType::dreq && rcv_psn > 0xFFFFFF) return WireError::bad_field;
     len = wire_size();
     if (out.size() < len) return WireError::buffer_too_small;
     std::memset(out.data(), 0, len);
@@ -109,8 +110,8 @@ WireError CmMessage::encode(std::span<std::uint8_t> out, std::size_t& len) const
             b[2] = private_len;
             std::memcpy(b + kRejFixed, private_data.data(), private_len);
             break;
+        case CmType::dreq: store_be32(b, (has_rcv_psn ? 0x01000000u : 0u) | (has_rcv_psn ? rcv_psn : 0u)); break;
         case CmType::rtu:
-        case CmType::dreq:
         case CmType::drep: break;
     }
     return WireError::ok;
@@ -168,8 +169,17 @@ WireError CmMessage::decode(std::span<const std::uint8_t> in, CmMessage& out) no
             std::memcpy(out.private_data.data(), b + kRejFixed, out.private_len);
             return WireError::ok;
         }
+        case CmType::dreq: {
+            if (body != kCmDreqBodySize) return WireError::bad_field;
+            const std::uint32_t v = load_be32(b);
+            const std::uint32_t flags = v >> 24;
+            if ((flags & ~1u) != 0) return WireError::bad_field;  // reserved bits
+            out.has_rcv_psn = (flags & 1u) != 0;
+            if (!out.has_rcv_psn && (v & 0xFFFFFF) != 0) return WireError::bad_field;
+            out.rcv_psn = v & 0xFFFFFF;
+            return WireError::ok;
+        }
         case CmType::rtu:
-        case CmType::dreq:
         case CmType::drep: return body == 0 ? WireError::ok : WireError::bad_field;
     }
     return WireError::bad_field;

@@ -80,6 +80,8 @@ inline constexpr std::uint8_t kCmVersion = 1;
 inline constexpr std::size_t kCmHeaderSize = 16;
 /// REQ and REP: the fixed part of the body, before the MACs.
 inline constexpr std::size_t kCmParamsSize = 84;
+/// DREQ: flags (bit 0: the receive PSN is set; others 0), then the 24-bit PSN.
+inline constexpr std::size_t kCmDreqBodySize = 4;
 /// The longest message: header, params, 15 MACs (90 B, padded to 92), private data.
 inline constexpr std::size_t kCmMaxMessage = kCmHeaderSize + kCmParamsSize + 92 + kCmPrivateMax;  // 256
 
@@ -106,6 +108,10 @@ struct CmMessage {
     std::array<std::uint8_t, 16> key_check{};
     std::uint8_t planes = 0;        ///< MACs that follow (the sender's planes)
     std::array<std::array<std::uint8_t, 6>, kCmMaxPlanes> macs{};
+    // DREQ (docs/PROTOCOL.md §13.3): the sender's receive edge, so that the
+    // peer completes the sends that arrived before their ACK could reach it
+    bool has_rcv_psn = false;       ///< DREQ: rcv_psn is set (a DREQ without a QP behind it has none)
+    std::uint32_t rcv_psn = 0;      ///< DREQ: every PSN before this one (24 bits) arrived at the sender
     // REJ
     CmReject reason = CmReject::none;
     // REQ, REP, REJ

@@ -2,10 +2,10 @@
 // Comms set up by OpenMRC's connection manager (docs/NCCL.md, "Connection
 // set-up"; docs/PROTOCOL.md §13) instead of the TCP handshake of
 // handshake.hpp: OMRC_NCCL_SETUP=cm at the listening rank (not for a device
-// of more planes than the handle holds). Not the default yet: a peer's DREQ
-// moves our QP to ERR at once, and over a driver that reorders across
-// planes (udp) it can overtake the ACK of our last send, which then fails
-// (docs/NCCL.md, "Connection establishment"). The handle names
+// of more planes than the handle holds). Not the default yet (docs/NCCL.md,
+// "Connection establishment"): a peer's DREQ that overtakes the ACK of our
+// last send carries the peer's receive edge, which completes that send
+// before the QP goes to ERR, but not on an encrypted QP. The handle names
 // the listener's device and a service id of its own (handle.hpp, version 2);
 // the connector's QP goes to RTS on the CM's reply, the listener's on accept,
 // and the REQ's and REP's private data carry the rings (RingInfo).

@@ -170,10 +170,17 @@ TEST_CASE("ConnManager::setup_with_a_cookie_and_disconnect", "[unit][core][cm]")
     CHECK(b.events[0].msg.qpn == 0x1001);   // the requester's, from the REQ
     CHECK(a.cm.live() == 1);
     CHECK(b.cm.live() == 1);
-    REQUIRE(a.cm.disconnect(id, l.now) == 0);
+    REQUIRE(a.cm.disconnect(id, l.now, 0x00ABCD) == 0);
     l.run_accepting(l.now + 1'000'000'000);
     CHECK(count(a.events, CmEventKind::disconnected) == 1);
     CHECK(count(b.events, CmEventKind::disconnected) == 1);
+    // The DREQ's receive edge reaches the peer with its event.
+    for (const CmEvent& e : b.events)
+        if (e.kind == CmEventKind::disconnected) {
+            CHECK(e.msg.type == wire::CmType::dreq);
+            CHECK(e.msg.has_rcv_psn);
+            CHECK(e.msg.rcv_psn == 0x00ABCD);
+        }
     CHECK(a.cm.live() == 0);
     CHECK(b.cm.live() == 0);
     CHECK(a.cm.disconnect(id, l.now) == ENOENT);

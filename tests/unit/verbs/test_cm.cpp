@@ -59,6 +59,76 @@ TEST_CASE("cm__connect_write_disconnect", "[unit][verbs][cm]") {
     CHECK(qb2->state() == QpState::err);
 }
 
+// A peer closes right after the last WRITE landed, before our end has its
+// ACK (overtaken by the DREQ, or lost): the DREQ's receive edge completes
+// the WRITE; it is not flushed. The edge is all there is here: B's ACKs to
+// A are blackholed until B's QP is gone.
+TEST_CASE("cm__peer_dreq_completes_what_arrived", "[unit][verbs][cm]") {
+    omrc::test::VirtualNet net(2, 4, 9);
+    End a(net, 0), b(net, 1);
+    REQUIRE(b.dev->cm_listen(kService) == 0);
+    auto qa = a.qp();
+    auto qb = b.qp();
+    std::uint32_t id_a = 0, id_b = 0;
+    REQUIRE(setup(net, a, b, *qa, *qb, id_a, id_b));
+    const CmEvent est = a.take(CmEventType::established);
+    std::uint64_t raddr = 0;
+    std::uint32_t rkey = 0;
+    get_key(est, raddr, rkey);
+    constexpr std::size_t kLen = 64 << 10;
+    for (std::size_t i = 0; i < kLen; ++i) a.buf[i] = static_cast<std::uint8_t>(i * 7 + 1);
+
+    loopback::Impairment dark;
+    dark.blackhole = true;
+    net.fabric.set_impairment(1, 0, dark);  // B to A: no ACK gets through
+    post_write(*qa, *a.mr, a.buf.data(), kLen, raddr, rkey, 5);
+    REQUIRE(net.run({a.dev.get(), b.dev.get()}, [&] { return std::memcmp(a.buf.data(), b.buf.data(), kLen) == 0; },
+                    1'000'000'000ull));
+    CHECK(omrc::test::drain(*a.cq).empty());  // placed at B, not acknowledged at A
+    net.fabric.set_impairment(1, 0, loopback::Impairment{});
+    qb.reset();  // B closes: its DREQ carries what arrived
+    std::vector<Wc> got;
+    REQUIRE(net.run({a.dev.get(), b.dev.get()},
+                    [&] {
+                        const bool ended = a.has(CmEventType::disconnected);
+                        auto more = omrc::test::drain(*a.cq);
+                        got.insert(got.end(), more.begin(), more.end());
+                        return ended && !got.empty();
+                    },
+                    1'000'000'000ull));
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].wr_id == 5);
+    CHECK(got[0].status == WcStatus::success);
+    CHECK(qa->state() == QpState::err);
+    const nlohmann::json j = nlohmann::json::parse(a.dev->stats_json());
+    REQUIRE(j["qps"].size() == 1);
+    CHECK(j["qps"][0]["stats"]["pkts_acked_by_dreq"].get<std::uint64_t>() > 0);
+
+    // A send the peer never received is still flushed: A's WRITE on a
+    // second connection goes into the dark, then B closes.
+    auto qa2 = a.qp();
+    auto qb2 = b.qp();
+    REQUIRE(setup(net, a, b, *qa2, *qb2, id_a, id_b));
+    const CmEvent est2 = a.take(CmEventType::established);
+    get_key(est2, raddr, rkey);
+    net.fabric.set_impairment(0, 1, dark);  // A to B: nothing arrives
+    post_write(*qa2, *a.mr, a.buf.data(), 4096, raddr, rkey, 6);
+    REQUIRE(net.run({a.dev.get(), b.dev.get()}, [&] { return false; }, 2'000'000ull) == false);
+    net.fabric.set_impairment(0, 1, loopback::Impairment{});
+    qb2.reset();
+    got.clear();
+    REQUIRE(net.run({a.dev.get(), b.dev.get()},
+                    [&] {
+                        const bool ended = a.has(CmEventType::disconnected);
+                        auto more = omrc::test::drain(*a.cq);
+                        got.insert(got.end(), more.begin(), more.end());
+                        return ended && !got.empty();
+                    },
+                    1'000'000'000ull));
+    CHECK(got[0].wr_id == 6);
+    CHECK(got[0].status == WcStatus::wr_flush_err);
+}
+
 TEST_CASE("cm__refusals", "[unit][verbs][cm]") {
     omrc::test::VirtualNet net(2, 4, 6);
     End a(net, 0), b(net, 1);

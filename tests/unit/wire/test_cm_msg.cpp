@@ -57,7 +57,10 @@ TEST_CASE("cm::short_messages_golden", "[unit][wire][cm]") {
     d.src_comm_id = 0x01020304;
     d.dst_comm_id = 0x0A0B0C0D;
     d.attempt = 1;
-    CHECK(encode(d) == omrc::test::hex("01 06 00 10 01 02 03 04 0a 0b 0c 0d 00 01 00 00"));
+    CHECK(encode(d) == omrc::test::hex("01 06 00 14 01 02 03 04 0a 0b 0c 0d 00 01 00 00  00 00 00 00"));
+    d.has_rcv_psn = true;
+    d.rcv_psn = 0xABCDEF;
+    CHECK(encode(d) == omrc::test::hex("01 06 00 14 01 02 03 04 0a 0b 0c 0d 00 01 00 00  01 ab cd ef"));
     CmMessage r;
     r.type = CmType::rej;
     r.src_comm_id = 5;
@@ -125,6 +128,7 @@ TEST_CASE("cm::every_type_round_trips", "[unit][wire][cm]") {
         }
         if (t == CmType::cookie) CHECK(d.cookie == m.cookie);
         if (t == CmType::rej) CHECK(d.reason == CmReject::key_mismatch);
+        if (t == CmType::dreq) CHECK_FALSE(d.has_rcv_psn);
         // The frame's pad (up to 3 bytes) may follow; a 4th byte is refused.
         auto padded = b;
         padded.insert(padded.end(), 3, 0);
@@ -193,4 +197,36 @@ TEST_CASE("cm::carried_in_a_frame", "[unit][wire][cm]") {
           omrc::test::hex("80 01 00 00 00 00 00 01"));
     CmMessage d;
     CHECK(CmMessage::decode(p.payload, d) == WireError::ok);
+}
+
+TEST_CASE("cm::dreq_receive_psn", "[unit][wire][cm]") {
+    CmMessage m;
+    m.type = CmType::dreq;
+    m.src_comm_id = 7;
+    m.dst_comm_id = 8;
+    m.has_rcv_psn = true;
+    m.rcv_psn = 0x000102;
+    auto b = encode(m);
+    REQUIRE(b.size() == kCmHeaderSize + kCmDreqBodySize);
+    CmMessage d;
+    REQUIRE(CmMessage::decode(b, d) == WireError::ok);
+    CHECK(d.has_rcv_psn);
+    CHECK(d.rcv_psn == 0x000102);
+    m.rcv_psn = 0x1000000;  // past 24 bits
+    std::vector<std::uint8_t> out(kCmMaxMessage);
+    std::size_t len = 0;
+    CHECK(m.encode(out, len) == WireError::bad_field);
+    SECTION("a reserved flag bit is refused") {
+        b[16] = 0x03;
+        CHECK(CmMessage::decode(b, d) == WireError::bad_field);
+    }
+    SECTION("a PSN without its flag is refused") {
+        b[16] = 0x00;
+        CHECK(CmMessage::decode(b, d) == WireError::bad_field);
+    }
+    SECTION("a DREQ without its body is refused") {
+        b.resize(kCmHeaderSize);
+        b[3] = kCmHeaderSize;
+        CHECK(CmMessage::decode(b, d) == WireError::bad_field);
+    }
 }
