@@ -88,14 +88,18 @@ TEST_CASE("cm__peer_dreq_completes_what_arrived", "[unit][verbs][cm]") {
     net.fabric.set_impairment(1, 0, loopback::Impairment{});
     qb.reset();  // B closes: its DREQ carries what arrived
     std::vector<Wc> got;
-    REQUIRE(net.run({a.dev.get(), b.dev.get()},
-                    [&] {
-                        const bool ended = a.has(CmEventType::disconnected);
-                        auto more = omrc::test::drain(*a.cq);
-                        got.insert(got.end(), more.begin(), more.end());
-                        return ended && !got.empty();
-                    },
-                    1'000'000'000ull));
+    // Until A has B's DREQ (its CM event) and a completion of its WRITE.
+    auto closed_and_completed = [&] {
+        return net.run({a.dev.get(), b.dev.get()},
+                       [&] {
+                           const bool ended = a.has(CmEventType::disconnected);
+                           auto more = omrc::test::drain(*a.cq);
+                           got.insert(got.end(), more.begin(), more.end());
+                           return ended && !got.empty();
+                       },
+                       1'000'000'000ull);
+    };
+    REQUIRE(closed_and_completed());
     REQUIRE(got.size() == 1);
     CHECK(got[0].wr_id == 5);
     CHECK(got[0].status == WcStatus::success);
@@ -103,6 +107,7 @@ TEST_CASE("cm__peer_dreq_completes_what_arrived", "[unit][verbs][cm]") {
     const nlohmann::json j = nlohmann::json::parse(a.dev->stats_json());
     REQUIRE(j["qps"].size() == 1);
     CHECK(j["qps"][0]["stats"]["pkts_acked_by_dreq"].get<std::uint64_t>() > 0);
+    (void)a.take(CmEventType::disconnected);
 
     // A send the peer never received is still flushed: A's WRITE on a
     // second connection goes into the dark, then B closes.
@@ -117,14 +122,7 @@ TEST_CASE("cm__peer_dreq_completes_what_arrived", "[unit][verbs][cm]") {
     net.fabric.set_impairment(0, 1, loopback::Impairment{});
     qb2.reset();
     got.clear();
-    REQUIRE(net.run({a.dev.get(), b.dev.get()},
-                    [&] {
-                        const bool ended = a.has(CmEventType::disconnected);
-                        auto more = omrc::test::drain(*a.cq);
-                        got.insert(got.end(), more.begin(), more.end());
-                        return ended && !got.empty();
-                    },
-                    1'000'000'000ull));
+    REQUIRE(closed_and_completed());
     CHECK(got[0].wr_id == 6);
     CHECK(got[0].status == WcStatus::wr_flush_err);
 }
