@@ -126,12 +126,9 @@ std::uint32_t Engine::on_peer_receive_edge(std::uint32_t qpn, std::uint32_t rcv_
     // Only what this QP sent: an edge past snd_nxt is not the peer's to report.
     if (psn_diff(rcv_psn, qp->snd_nxt) > 0 || psn_diff(rcv_psn, qp->snd_una) <= 0) return 0;
     std::uint64_t acked_bytes = 0;
-    std::uint32_t n = 0;
-    for (std::uint32_t psn = qp->snd_una; psn != rcv_psn; psn = psn_add(psn, 1)) {
-        const bool was = qp->pkt(psn).acked || qp->pkt(psn).tx_count == 0;
-        ack_packet(*qp, psn, now, acked_bytes);
-        if (!was) ++n;
-    }
+    const std::uint64_t sacked_before = qp->stats.pkts_sacked;  // ack_packet counts each packet it acknowledges
+    for (std::uint32_t psn = qp->snd_una; psn != rcv_psn; psn = psn_add(psn, 1)) ack_packet(*qp, psn, now, acked_bytes);
+    const auto n = static_cast<std::uint32_t>(qp->stats.pkts_sacked - sacked_before);
     qp->stats.pkts_acked_by_dreq += n;
     advance_una(*qp, now);
     arm_timer(*qp);

@@ -129,10 +129,6 @@ void DeviceCore::peer_receive_edge(const Qp& qp, std::uint32_t rcv_psn) {
     w.loop->kick();  // the completions it produced
 }
 
-}  // namespace detail
-
-namespace detail {
-
 template <class F>
 auto DeviceCore::with_cm(F&& f) {
     Worker& w0 = *workers.front();

@@ -110,7 +110,7 @@ WireError CmMessage::encode(std::span<std::uint8_t> out, std::size_t& len) const
             b[2] = private_len;
             std::memcpy(b + kRejFixed, private_data.data(), private_len);
             break;
-        case CmType::dreq: store_be32(b, (has_rcv_psn ? 0x01000000u : 0u) | (has_rcv_psn ? rcv_psn : 0u)); break;
+        case CmType::dreq: store_be32(b, has_rcv_psn ? 0x01000000u | rcv_psn : 0u); break;
         case CmType::rtu:
         case CmType::drep: break;
     }
