@@ -714,7 +714,9 @@ void Engine::rx_one(const wire::RxFrame& arrived, TimeNs now) {
         return;
     }
     if (op == wire::Opcode::cm) return on_cm(f, frame, now);
-    Qp* qp = qp_by_num(f.bth.dest_qp);
+    // A sealed frame's QP is the one open_frame found (its SPI names the QP its BTH does).
+    Qp* qp = sealed_for != nullptr ? sealed_for : qp_by_num(f.bth.dest_qp);
+    assert(sealed_for == nullptr || sealed_for->qpn == f.bth.dest_qp);
     if (qp == nullptr) return drop(DropReason::no_qp);
     if (qp->state == QpState::reset || qp->state == QpState::init || qp->state == QpState::err)
         return drop(DropReason::bad_state);

@@ -17,6 +17,8 @@ namespace omrc::security {
 inline constexpr std::size_t kGcmNonceBytes = 12;
 inline constexpr std::size_t kGcmTagBytes = 16;
 
+/// One AES-GCM key. seal and open use a working state kept with the key:
+/// one thread at a time per object (each QP's keys are its engine's).
 class AesGcm {
 public:
     AesGcm() = default;

@@ -12,15 +12,20 @@
 namespace omrc::wire {
 
 namespace {
-constexpr std::uint8_t kAlwaysOne = 0x01;  // byte 3 bit 0
-constexpr std::uint8_t kVirtCookie = 0x02; // byte 3 bit 1 (V)
-constexpr std::uint8_t kHdrExtLen = 1;     // 8-octet units after the first 8: SPI + IV, no cookie
 
 /// The IPv6 chain up to the UDP header (as parse_frame walks it): the offset
 /// of the IPv6 header before UDP, and the mode.
 WireError walk_to_udp(std::span<const std::uint8_t> f, std::size_t& ip, FrameMode& mode) noexcept {
     if (f.size() < EthHdr::kSize) return WireError::truncated_eth;
     if (load_be16(&f[12]) != kEthertypeIpv6) return WireError::not_ipv6;
+    // Plain mode, the common case: IPv6 straight to UDP (what the full walk
+    // below concludes for it, without decoding the whole header).
+    if (f.size() >= EthHdr::kSize + Ipv6Hdr::kSize && (f[EthHdr::kSize] >> 4) == 6 &&
+        f[EthHdr::kSize + 6] == kNextHeaderUdp) {
+        ip = EthHdr::kSize;
+        mode = FrameMode::plain;
+        return WireError::ok;
+    }
     std::size_t off = EthHdr::kSize;
     Ipv6Hdr h;
     if (const WireError e = Ipv6Hdr::decode(f.subspan(off), h); e != WireError::ok) return e;
@@ -49,35 +54,6 @@ WireError walk_to_udp(std::span<const std::uint8_t> f, std::size_t& ip, FrameMod
     return WireError::ok;
 }
 }  // namespace
-
-WireError PspHdr::encode(std::span<std::uint8_t> out) const noexcept {
-    if (out.size() < kSize) return WireError::buffer_too_small;
-    if (crypt_offset > 63) return WireError::bad_field;
-    out[0] = next_header;
-    out[1] = kHdrExtLen;
-    out[2] = crypt_offset;  // R bits 0
-    out[3] = static_cast<std::uint8_t>((sample ? 0x80 : 0) | (drop_after_sample ? 0x40 : 0) |
-                                       (static_cast<std::uint8_t>(version) << 2) | kAlwaysOne);
-    store_be32(&out[4], spi);
-    store_be64(&out[8], iv);
-    return WireError::ok;
-}
-
-WireError PspHdr::decode(std::span<const std::uint8_t> in, PspHdr& h) noexcept {
-    if (in.size() < kSize) return WireError::psp_truncated;
-    if (in[1] != kHdrExtLen || (in[2] & 0xC0) != 0 || (in[3] & kAlwaysOne) == 0 || (in[3] & kVirtCookie) != 0)
-        return WireError::psp_bad_header;
-    const std::uint8_t ver = (in[3] >> 2) & 0x0F;
-    if (ver > static_cast<std::uint8_t>(PspVersion::aes_gcm_256)) return WireError::psp_bad_header;
-    h.next_header = in[0];
-    h.crypt_offset = in[2] & 0x3F;
-    h.sample = (in[3] & 0x80) != 0;
-    h.drop_after_sample = (in[3] & 0x40) != 0;
-    h.version = static_cast<PspVersion>(ver);
-    h.spi = load_be32(&in[4]);
-    h.iv = load_be64(&in[8]);
-    return WireError::ok;
-}
 
 bool is_psp_frame(std::span<const std::uint8_t> frame) noexcept {
     std::size_t ip = 0;
@@ -127,25 +103,39 @@ WireError locate_psp(std::span<const std::uint8_t> f, PspLayout& out) noexcept {
     return WireError::ok;
 }
 
+void psp_udp_to_bth(std::span<const std::uint8_t, UdpHdr::kSize + BthHdr::kSize> udp_bth, const PspHdr& psp,
+                    PspUdpToBth& out) noexcept {
+    const UdpHdr outer{.src_port = load_be16(&udp_bth[0]),
+                       .dst_port = kPspUdpPort,
+                       .length = static_cast<std::uint16_t>(load_be16(&udp_bth[4]) + kPspOverhead),
+                       .checksum = 0};
+    (void)outer.encode(out);
+    (void)psp.encode(std::span(out).subspan(UdpHdr::kSize));
+    std::memcpy(&out[UdpHdr::kSize + PspHdr::kSize], udp_bth.data(), udp_bth.size());
+}
+
+bool psp_seal_headers(std::span<std::uint8_t> hdr, std::size_t ip_offset, FrameMode mode,
+                      const PspUdpToBth& tail) noexcept {
+    if (hdr.size() < ip_offset + kPspClearBytesAfterIp) return false;
+    auto grow = [&](std::size_t len_at) {
+        store_be16(&hdr[len_at], static_cast<std::uint16_t>(load_be16(&hdr[len_at]) + kPspOverhead));
+    };
+    grow(ip_offset + 4);
+    if (mode == FrameMode::srv6) grow(EthHdr::kSize + 4);
+    std::memcpy(&hdr[ip_offset + Ipv6Hdr::kSize], tail.data(), tail.size());
+    return true;
+}
+
 std::size_t psp_write_clear_part(std::span<const std::uint8_t> plain, std::size_t ip_offset, FrameMode mode,
                                  const PspHdr& psp, std::span<std::uint8_t> out) noexcept {
     const std::size_t udp = ip_offset + Ipv6Hdr::kSize;
     const std::size_t plain_len = udp + UdpHdr::kSize + BthHdr::kSize;
     const std::size_t n = plain_len + UdpHdr::kSize + PspHdr::kSize;
     if (plain.size() < plain_len || out.size() < n) return 0;
+    PspUdpToBth tail;
+    psp_udp_to_bth(plain.subspan(udp).first<UdpHdr::kSize + BthHdr::kSize>(), psp, tail);
     std::memcpy(out.data(), plain.data(), udp);
-    auto grow = [&](std::size_t len_at) {
-        store_be16(&out[len_at], static_cast<std::uint16_t>(load_be16(&out[len_at]) + kPspOverhead));
-    };
-    grow(ip_offset + 4);
-    if (mode == FrameMode::srv6) grow(EthHdr::kSize + 4);
-    const UdpHdr outer{.src_port = load_be16(&plain[udp]),
-                       .dst_port = kPspUdpPort,
-                       .length = static_cast<std::uint16_t>(load_be16(&plain[udp + 4]) + kPspOverhead),
-                       .checksum = 0};
-    (void)outer.encode(out.subspan(udp));
-    (void)psp.encode(out.subspan(udp + UdpHdr::kSize));
-    std::memcpy(&out[udp + UdpHdr::kSize + PspHdr::kSize], &plain[udp], UdpHdr::kSize + BthHdr::kSize);
+    (void)psp_seal_headers(out.first(n), ip_offset, mode, tail);
     return n;
 }
 
@@ -154,7 +144,10 @@ std::size_t psp_write_plain_part(std::span<const std::uint8_t> sealed, const Psp
     const std::size_t udp = l.ip_offset + Ipv6Hdr::kSize;
     const std::size_t n = udp + UdpHdr::kSize + BthHdr::kSize;
     if (out.size() < n || sealed.size() < l.ct_offset) return 0;
-    std::memcpy(out.data(), sealed.data(), udp);
+    if (l.mode == FrameMode::plain && udp == EthHdr::kSize + Ipv6Hdr::kSize)
+        std::memcpy(out.data(), sealed.data(), EthHdr::kSize + Ipv6Hdr::kSize);  // a constant size: no call
+    else
+        std::memcpy(out.data(), sealed.data(), udp);
     auto shrink = [&](std::size_t len_at) {
         store_be16(&out[len_at], static_cast<std::uint16_t>(load_be16(&out[len_at]) - kPspOverhead));
     };
