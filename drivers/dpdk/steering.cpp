@@ -5,8 +5,10 @@
 //  1. rte_flow, where every port takes the rules: for each worker w > 0,
 //     ETH / IPV6 / UDP dst 4791 / RAW (relative to UDP's end, offset 6: the
 //     middle byte of BTH.DestQP, whose high bits are the QPN's shard) → QUEUE
-//     w. Everything else (worker 0's frames, endpoint messages: DestQP 2)
-//     stays on queue 0. Steering by_qpn, method "rte_flow".
+//     w, and the same for UDP dst 1000 (a sealed frame: offset 6 after UDP is
+//     the middle byte of the PSP SPI, whose low 24 bits are the QPN, so the
+//     same byte and mask). Everything else (worker 0's frames, endpoint
+//     messages: DestQP 2) stays on queue 0. Steering by_qpn, method "rte_flow".
 //  2. Otherwise the PMD spreads (RSS on the IPv6/UDP headers where it offers
 //     it, "rss"; memif delivers on the queue the peer sent from,
 //     "memif_queue_pairs"; a PMD without RSS or rules keeps everything on
@@ -25,14 +27,18 @@
 #include "core/config.hpp"
 #include "drivers/dpdk/dpdk_driver.hpp"
 #include "log/log.hpp"
+#include "wire/psp.hpp"
 #include "wire/udp.hpp"
 
 namespace omrc::dpdk {
 
 namespace {
 
-/// BTH.DestQP's middle byte (QPN bits 15..8), from the start of BTH.
+/// BTH.DestQP's middle byte (QPN bits 15..8), from the start of BTH; in a
+/// sealed frame the PSP SPI's byte at the same place (QPN bits 15..8 too).
 constexpr std::uint32_t kDestQpMidByte = 6;
+static_assert(wire::spi_qpn(wire::psp_spi(1, 0x7F, 0xABCDEF)) == 0xABCDEF && kDestQpMidByte == 4 + 2,
+              "the SPI (PSP header bytes 4..7, big-endian) ends with the QPN");
 
 }  // namespace
 
@@ -41,49 +47,51 @@ int DpdkPorts::try_flows(Port& p) {
     const std::uint32_t bits = core::shard_bits_for(opt_.queues);
     const std::uint8_t mask = static_cast<std::uint8_t>(((1u << bits) - 1) << (core::kQpnShardShift - 8));
     for (std::uint32_t w = 1; w < opt_.queues; ++w) {
-        rte_flow_attr attr{};
-        attr.ingress = 1;
-        rte_flow_item_udp udp_spec{};
-        rte_flow_item_udp udp_mask{};
-        udp_spec.hdr.dst_port = rte_cpu_to_be_16(wire::kRoceUdpPort);
-        udp_mask.hdr.dst_port = 0xFFFF;
-        const std::uint8_t value = static_cast<std::uint8_t>(w << (core::kQpnShardShift - 8));
-        rte_flow_item_raw raw_spec{};
-        rte_flow_item_raw raw_mask{};
-        raw_spec.relative = 1;
-        raw_spec.offset = static_cast<std::int32_t>(kDestQpMidByte);
-        raw_spec.length = 1;
-        raw_spec.pattern = &value;
-        std::memset(&raw_mask, 0xFF, sizeof raw_mask);
-        raw_mask.pattern = &mask;
-        raw_mask.length = 1;
-        const rte_flow_item pattern[] = {
-            {RTE_FLOW_ITEM_TYPE_ETH, nullptr, nullptr, nullptr},
-            {RTE_FLOW_ITEM_TYPE_IPV6, nullptr, nullptr, nullptr},
-            {RTE_FLOW_ITEM_TYPE_UDP, &udp_spec, nullptr, &udp_mask},
-            {RTE_FLOW_ITEM_TYPE_RAW, &raw_spec, nullptr, &raw_mask},
-            {RTE_FLOW_ITEM_TYPE_END, nullptr, nullptr, nullptr},
-        };
-        rte_flow_action_queue queue{static_cast<std::uint16_t>(w)};
-        const rte_flow_action actions[] = {
-            {RTE_FLOW_ACTION_TYPE_QUEUE, &queue},
-            {RTE_FLOW_ACTION_TYPE_END, nullptr},
-        };
-        rte_flow_error err{};
-        if (rte_flow_validate(p.id, &attr, pattern, actions, &err) != 0) {
-            log::logger().info("dpdk: port {} ({}) takes no rule steering by BTH.DestQP ({}): frames are spread",
-                               p.id, p.pmd, err.message != nullptr ? err.message : rte_strerror(rte_errno));
-            remove_flows(p);
-            return ENOTSUP;
+        for (const std::uint16_t udp_port : {wire::kRoceUdpPort, wire::kPspUdpPort}) {
+            rte_flow_attr attr{};
+            attr.ingress = 1;
+            rte_flow_item_udp udp_spec{};
+            rte_flow_item_udp udp_mask{};
+            udp_spec.hdr.dst_port = rte_cpu_to_be_16(udp_port);
+            udp_mask.hdr.dst_port = 0xFFFF;
+            const std::uint8_t value = static_cast<std::uint8_t>(w << (core::kQpnShardShift - 8));
+            rte_flow_item_raw raw_spec{};
+            rte_flow_item_raw raw_mask{};
+            raw_spec.relative = 1;
+            raw_spec.offset = static_cast<std::int32_t>(kDestQpMidByte);
+            raw_spec.length = 1;
+            raw_spec.pattern = &value;
+            std::memset(&raw_mask, 0xFF, sizeof raw_mask);
+            raw_mask.pattern = &mask;
+            raw_mask.length = 1;
+            const rte_flow_item pattern[] = {
+                {RTE_FLOW_ITEM_TYPE_ETH, nullptr, nullptr, nullptr},
+                {RTE_FLOW_ITEM_TYPE_IPV6, nullptr, nullptr, nullptr},
+                {RTE_FLOW_ITEM_TYPE_UDP, &udp_spec, nullptr, &udp_mask},
+                {RTE_FLOW_ITEM_TYPE_RAW, &raw_spec, nullptr, &raw_mask},
+                {RTE_FLOW_ITEM_TYPE_END, nullptr, nullptr, nullptr},
+            };
+            rte_flow_action_queue queue{static_cast<std::uint16_t>(w)};
+            const rte_flow_action actions[] = {
+                {RTE_FLOW_ACTION_TYPE_QUEUE, &queue},
+                {RTE_FLOW_ACTION_TYPE_END, nullptr},
+            };
+            rte_flow_error err{};
+            if (rte_flow_validate(p.id, &attr, pattern, actions, &err) != 0) {
+                log::logger().info("dpdk: port {} ({}) takes no rule steering UDP {} by QPN ({}): frames are spread",
+                                   p.id, p.pmd, udp_port, err.message != nullptr ? err.message : rte_strerror(rte_errno));
+                remove_flows(p);
+                return ENOTSUP;
+            }
+            rte_flow* f = rte_flow_create(p.id, &attr, pattern, actions, &err);
+            if (f == nullptr) {
+                log::logger().info("dpdk: port {} ({}): a rule steering UDP {} by QPN failed ({}): frames are spread",
+                                   p.id, p.pmd, udp_port, err.message != nullptr ? err.message : rte_strerror(rte_errno));
+                remove_flows(p);
+                return ENOTSUP;
+            }
+            p.flows.push_back(f);
         }
-        rte_flow* f = rte_flow_create(p.id, &attr, pattern, actions, &err);
-        if (f == nullptr) {
-            log::logger().info("dpdk: port {} ({}): a rule steering by BTH.DestQP failed ({}): frames are spread",
-                               p.id, p.pmd, err.message != nullptr ? err.message : rte_strerror(rte_errno));
-            remove_flows(p);
-            return ENOTSUP;
-        }
-        p.flows.push_back(f);
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -354,9 +355,20 @@ TEST_CASE("dpdk: two workers over net_memif, QPs on both, frames for the other w
 
 TEST_CASE("dpdk: two workers over net_tap: rte_flow on BTH.DestQP where the kernel allows it, else dispatch",
           "[dpdk_tap]") {
-    TapWires w{'e', 'f'};
+    // Plain, then every QP encrypted: sealed frames (UDP 1000) have rules
+    // of their own, on the SPI's QPN bytes.
+    const bool encrypted = GENERATE(false, true);
+    CAPTURE(encrypted);
+    // Taps and ports of each run's own.
+    TapWires w = encrypted ? TapWires{'g', 'h'} : TapWires{'e', 'f'};
     auto open2 = [&](char side, int first, std::uint64_t seed) {
         DeviceOptions o;
+        if (encrypted) {
+            std::array<std::uint8_t, 32> key{};
+            for (std::size_t i = 0; i < key.size(); ++i) key[i] = static_cast<std::uint8_t>(0x5A ^ (3 * i));
+            o.security.master_key[0] = key;
+            o.security.encryption = Encryption::aes_gcm_256;
+        }
         o.args["eal"] = dpdk_eal_args();
         o.args["vdevs"] = w.vdevs(side, first);
         o.args["ports"] = w.ports(first);
@@ -370,8 +382,9 @@ TEST_CASE("dpdk: two workers over net_tap: rte_flow on BTH.DestQP where the kern
         REQUIRE(err == 0);
         return dev;
     };
-    auto a = open2('e', 40, 91);  // taps of their own: the case before left 'a' and 'b' in place
-    auto b = open2('f', 50, 92);
+    // Taps of their own: the case before left 'a' and 'b' in place.
+    auto a = open2(w.first_side, encrypted ? 44 : 40, 91);
+    auto b = open2(w.second_side, encrypted ? 54 : 50, 92);
     w.wire();
     REQUIRE(wait_links(*a, *b));
     crossed_transfers(*a, *b, 1024);
