@@ -287,11 +287,21 @@ TEST_CASE("dpdk: a device attaches to an EAL the application initialised", "[dpd
 
 namespace {
 
+/// The sum of a per-QP counter over a device's QPs.
+std::uint64_t qp_counter(const Device& d, const char* name) {
+    const nlohmann::json j = nlohmann::json::parse(d.stats_json());
+    std::uint64_t n = 0;
+    for (const auto& q : j["qps"]) n += q["stats"].value(name, std::uint64_t{0});
+    return n;
+}
+
 /// Two WRITE transfers between devices of two workers: QP 0 of A on
 /// worker 0 with its peer on B's worker 1, QP 1 the other way round, so that
 /// every frame a port delivers on the queue of the sender's worker belongs
-/// to the other worker.
-void crossed_transfers(Device& a, Device& b, std::uint32_t mtu) {
+/// to the other worker. Returns, per transfer, the sealed frames B's QPs had
+/// opened when A's last WRITE completed.
+std::array<std::uint64_t, 2> crossed_transfers(Device& a, Device& b, std::uint32_t mtu) {
+    std::array<std::uint64_t, 2> opened{};
     for (int w = 0; w < 2; ++w) {
         TransferSpec spec;
         spec.bytes = 8u << 20;
@@ -305,9 +315,14 @@ void crossed_transfers(Device& a, Device& b, std::uint32_t mtu) {
         spec.timeout = std::chrono::seconds(120);
         spec.worker_a = w;
         spec.worker_b = 1 - w;
-        const TransferResult r = transfer(a, b, spec);
+        TransferHooks hooks;
+        hooks.on_send_completion = [&](const Wc&, std::size_t done) {
+            if (done == spec.bytes / spec.msg_bytes) opened[static_cast<std::size_t>(w)] = qp_counter(b, "psp_opened");
+        };
+        const TransferResult r = transfer(a, b, spec, hooks);
         check_transfer(r);
     }
+    return opened;
 }
 
 }  // namespace
@@ -387,7 +402,12 @@ TEST_CASE("dpdk: two workers over net_tap: rte_flow on BTH.DestQP where the kern
     auto b = open2(w.second_side, encrypted ? 54 : 50, 92);
     w.wire();
     REQUIRE(wait_links(*a, *b));
-    crossed_transfers(*a, *b, 1024);
+    const std::array<std::uint64_t, 2> opened = crossed_transfers(*a, *b, 1024);
+    for (const std::uint64_t n : opened) {
+        // Every data packet of the 8 MiB sealed (1 KiB MTU), or none.
+        if (encrypted) CHECK(n >= (8u << 20) / 1024);
+        else CHECK(n == 0);
+    }
     const auto jb = nlohmann::json::parse(b->stats_json());
     const std::string method = jb["device"]["steering"]["method"];
     CAPTURE(method);
